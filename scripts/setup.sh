@@ -1,0 +1,32 @@
+# Sourced by scripts/demo and scripts/test: installs what is missing from
+# Debian's packages (non-interactively; nothing when all is present), then
+# configures and builds into $1 with the meson options that follow.
+set -euo pipefail
+
+SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
+	libjansson-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
+
+slotrun_install_missing() {
+	local missing=() p
+	for p in "${SLOTRUN_PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	echo "installing: ${missing[*]}"
+	local sudo=()
+	[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+}
+
+slotrun_build() {
+	local dir=$1
+	shift
+	if [ -f "$dir/build.ninja" ]; then
+		meson configure "$dir" "$@" >/dev/null
+	else
+		meson setup "$dir" "$@" >/dev/null
+	fi
+	ninja -C "$dir" >/dev/null
+}

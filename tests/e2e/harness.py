@@ -1,0 +1,151 @@
+"""A small TAP harness for the end-to-end tests.
+
+Each test is a function decorated with @case; run() executes them in order
+and prints TAP for meson.  Waiting is always on a condition with a deadline
+(wait_for, Proc.wait_line); never a fixed sleep."""
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+import traceback
+
+_cases = []
+
+
+class Skip(Exception):
+    pass
+
+
+def case(fn):
+    _cases.append(fn)
+    return fn
+
+
+def binary(name):
+    """Path of a built binary, passed in by meson through the environment."""
+    path = os.environ.get(name.upper() + "_BIN")
+    if not path:
+        raise RuntimeError(f"{name.upper()}_BIN is not set (run through meson test)")
+    return path
+
+
+def wait_for(cond, timeout=10.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    delay = 0.001
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(delay)  # polling interval of a deadline wait, not synchronization
+        delay = min(delay * 2, 0.05)
+
+
+def pid_alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+        return state != "Z"
+    except FileNotFoundError:
+        return False
+
+
+class Proc:
+    """A child with its stdout/stderr read through our own pipes."""
+
+    def __init__(self, argv, env=None, **kw):
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  stdin=subprocess.DEVNULL, env=e, **kw)
+        self.out = b""
+        self.err = b""
+
+    @property
+    def pid(self):
+        return self.p.pid
+
+    def _pump(self, timeout):
+        fds = [f for f in (self.p.stdout, self.p.stderr) if not f.closed]
+        if not fds:
+            return False
+        r, _, _ = select.select(fds, [], [], timeout)
+        for f in r:
+            chunk = os.read(f.fileno(), 1 << 16)
+            if not chunk:
+                f.close()
+            elif f is self.p.stdout:
+                self.out += chunk
+            else:
+                self.err += chunk
+        return True
+
+    def wait_output(self, pred, timeout=10.0, what="output"):
+        deadline = time.monotonic() + timeout
+        while not pred(self):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {what}; stdout={self.out[-2000:]!r} "
+                                     f"stderr={self.err[-2000:]!r}")
+            if not self._pump(left) and not pred(self):
+                raise AssertionError(f"output closed before {what}; stdout={self.out[-2000:]!r} "
+                                     f"stderr={self.err[-2000:]!r}")
+
+    def wait_line(self, text, stream="out", timeout=10.0):
+        t = text.encode() if isinstance(text, str) else text
+        self.wait_output(lambda s: t in getattr(s, stream), timeout, f"{t!r} on std{stream}")
+
+    def finish(self, timeout=30.0):
+        """Reads to EOF and waits for exit; returns the exit code."""
+        deadline = time.monotonic() + timeout
+        while self._pump(max(0.0, deadline - time.monotonic())):
+            if time.monotonic() > deadline:
+                self.kill()
+                raise AssertionError(f"{self.p.args[0]} did not finish in {timeout}s; "
+                                     f"stderr={self.err[-2000:]!r}")
+        try:
+            return self.p.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"{self.p.args[0]} did not exit in {timeout}s")
+
+    def signal(self, sig):
+        self.p.send_signal(sig)
+
+    def kill(self):
+        try:
+            self.p.kill()
+        except ProcessLookupError:
+            pass
+
+
+def run_cmd(argv, timeout=30.0, env=None, **kw):
+    p = Proc(argv, env=env, **kw)
+    code = p.finish(timeout)
+    return code, p.out, p.err
+
+
+def run():
+    only = sys.argv[1:]
+    cases = [c for c in _cases if not only or c.__name__ in only]
+    print(f"1..{len(cases)}", flush=True)
+    failed = 0
+    for i, fn in enumerate(cases, 1):
+        name = fn.__name__
+        t0 = time.monotonic()
+        try:
+            fn()
+            print(f"ok {i} - {name} ({time.monotonic() - t0:.2f}s)", flush=True)
+        except Skip as e:
+            print(f"ok {i} - {name} # SKIP {e}", flush=True)
+        except Exception:
+            failed += 1
+            print(f"not ok {i} - {name}", flush=True)
+            for line in traceback.format_exc().splitlines():
+                print(f"# {line}", flush=True)
+    sys.exit(1 if failed else 0)

@@ -1,0 +1,88 @@
+/* wrap_rank [--no-redirect-stdio] RANK [--] CMD [ARGS...] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "wrap.h"
+
+static const char usage[] =
+	"Usage: wrap_rank [--no-redirect-stdio] RANK [--] COMMAND [ARGS...]\n"
+	"\n"
+	"Runs COMMAND and prefixes every line it writes with \"[rank=RANK] \", keeping\n"
+	"stdout and stderr apart.  \\n, \\r\\n and \\r each end a line; lines are written\n"
+	"whole (at most PIPE_BUF bytes per write), so ranks sharing a terminal or pipe\n"
+	"never interleave inside a line.\n"
+	"\n"
+	"RANK  a number, or a comma list of environment variables tried in order,\n"
+	"      e.g. RANK,OMPI_COMM_WORLD_RANK,PMI_RANK\n"
+	"\n"
+	"Options:\n"
+	"  --no-redirect-stdio  write to wrap_rank's own stdout/stderr even inside a\n"
+	"                       Determined container (" WRAP_DET_LOG_DIR "/stdout.log\n"
+	"                       exists), where output otherwise goes to stdout.log and\n"
+	"                       stderr.log in that folder\n"
+	"  -h, --help           show this help\n"
+	"  --version            show the version\n"
+	"\n"
+	"INT, TERM, HUP, QUIT, USR1, USR2 and WINCH are forwarded to COMMAND's process\n"
+	"group; output is read until COMMAND's pipes close.  Exit status: COMMAND's,\n"
+	"128+N if it died of signal N, 127 if not found, 126 if not executable, 2 on\n"
+	"a usage error.\n";
+
+static int usage_error(const char *msg, const char *arg)
+{
+	fprintf(stderr, "wrap_rank: %s%s%s\nTry 'wrap_rank --help'.\n", msg, arg ? arg : "",
+		arg ? "'" : "");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct wrap_opts o = { .out_fd = STDOUT_FILENO, .err_fd = STDERR_FILENO };
+	int redirect = 1, i = 1;
+	const char *log_dir;
+	char err[512];
+
+	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
+		if (strcmp(argv[i], "--no-redirect-stdio") == 0) {
+			redirect = 0;
+		} else if (strcmp(argv[i], "--help") == 0) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (strcmp(argv[i], "--version") == 0) {
+			puts("wrap_rank " SLOTRUN_VERSION);
+			return 0;
+		} else if (strcmp(argv[i], "--") == 0) {
+			break;
+		} else {
+			return usage_error("unknown option '", argv[i]);
+		}
+	}
+	if (i < argc && strcmp(argv[i], "-h") == 0) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (i >= argc || strcmp(argv[i], "--") == 0)
+		return usage_error("missing RANK", NULL);
+	if (wrap_resolve_rank(argv[i], &o.rank, err, sizeof(err)) < 0) {
+		fprintf(stderr, "wrap_rank: %s\n", err);
+		return 2;
+	}
+	i++;
+	if (i < argc && strcmp(argv[i], "--") == 0)
+		i++;
+	if (i >= argc)
+		return usage_error("missing COMMAND after RANK", NULL);
+	o.argv = argv + i;
+
+	/* WRAP_RANK_LOG_DIR moves Determined's log folder; tests use it. */
+	log_dir = getenv("WRAP_RANK_LOG_DIR");
+	if (!log_dir || !*log_dir)
+		log_dir = WRAP_DET_LOG_DIR;
+	if (redirect && wrap_open_logs(log_dir, &o.out_fd, &o.err_fd, err, sizeof(err)) < 0) {
+		fprintf(stderr, "wrap_rank: %s\n", err);
+		return 1;
+	}
+	return wrap_run(&o);
+}

@@ -1,0 +1,252 @@
+#include "wrap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "io.h"
+#include "line_splitter.h"
+
+int wrap_resolve_rank(const char *spec, long *rank, char *err, size_t errlen)
+{
+	char names[512];
+	char *save = NULL, *name;
+
+	if (io_parse_long(spec, 0, 0x7fffffff, rank) == 0)
+		return 0;
+	if (!*spec || strlen(spec) >= sizeof(names)) {
+		snprintf(err, errlen, "RANK '%s' is neither a rank nor a list of variable names", spec);
+		return -EINVAL;
+	}
+	strcpy(names, spec);
+	for (name = strtok_r(names, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		const char *v = getenv(name);
+
+		if (!v || !*v)
+			continue;
+		if (io_parse_long(v, 0, 0x7fffffff, rank) < 0) {
+			snprintf(err, errlen, "%s='%s' is not a rank (a non-negative integer)", name, v);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	snprintf(err, errlen, "none of %s is set: give the rank as a number or set one of them", spec);
+	return -ENOENT;
+}
+
+int wrap_open_logs(const char *dir, int *out_fd, int *err_fd, char *err, size_t errlen)
+{
+	char path[4096];
+	struct stat st;
+	int e;
+
+	snprintf(path, sizeof(path), "%s/stdout.log", dir);
+	if (stat(path, &st) < 0)
+		return 0;
+	*out_fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+	if (*out_fd < 0)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/stderr.log", dir);
+	*err_fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (*err_fd < 0) {
+		e = errno;
+		close(*out_fd);
+		errno = e;
+		goto fail;
+	}
+	return 1;
+fail:
+	e = errno;
+	snprintf(err, errlen, "cannot open %s: %s", path, strerror(e));
+	return -e;
+}
+
+/* One output stream: the read end of the command's pipe and its splitter. */
+struct stream {
+	int fd;             /* -1 once closed */
+	int sink;
+	struct line_splitter ls;
+};
+
+static int write_sink(void *ctx, const char *buf, size_t len)
+{
+	return io_write_all(*(int *)ctx, buf, len);
+}
+
+static void stream_close(struct stream *s, bool flush)
+{
+	if (s->fd < 0)
+		return;
+	if (flush)
+		(void)ls_finish(&s->ls);
+	close(s->fd);
+	s->fd = -1;
+}
+
+/* Reads what is there and writes it out.  A sink that can no longer be
+ * written (EPIPE: the reader went away) closes the stream, so the command
+ * gets EPIPE/SIGPIPE as it would without wrap_rank. */
+static void stream_pump(struct stream *s, char *buf, size_t cap)
+{
+	ssize_t n = io_read(s->fd, buf, cap);
+
+	if (n <= 0) {
+		stream_close(s, true);
+		return;
+	}
+	if (ls_feed(&s->ls, buf, (size_t)n) < 0)
+		stream_close(s, false);
+}
+
+static int status_to_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+
+/* Child side of fork: never returns.  The command leads its own process
+ * group so that a forwarded signal reaches it (and what it started) exactly
+ * once, even when the sender signalled wrap_rank's whole group. */
+static void exec_child(const struct wrap_opts *o, pid_t parent, pid_t parent_pgrp,
+		       int out_w, int err_w, int status_w, const sigset_t *mask,
+		       const struct sigaction *pipe_act)
+{
+	int e;
+
+	setpgid(0, 0);
+	/* Keep an interactive command in the terminal's foreground (SIGTTOU
+	 * is blocked here, so tcsetpgrp does not stop us). */
+	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == parent_pgrp)
+		(void)tcsetpgrp(STDIN_FILENO, getpid());
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		_exit(128 + SIGKILL);
+	if (dup2(out_w, STDOUT_FILENO) < 0 || dup2(err_w, STDERR_FILENO) < 0)
+		goto fail;
+	sigaction(SIGPIPE, pipe_act, NULL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execvp(o->argv[0], o->argv);
+fail:
+	e = errno;
+	(void)!write(status_w, &e, sizeof(e));
+	_exit(e == ENOENT ? 127 : 126);
+}
+
+int wrap_run(const struct wrap_opts *o)
+{
+	static char buf[1 << 18];
+	struct stream streams[2];
+	sigset_t block, orig_mask;
+	struct sigaction ign = { .sa_handler = SIG_IGN }, orig_pipe;
+	int pout[2], perr[2], pst[2], sfd, status = 0, exec_errno = 0;
+	pid_t parent = getpid(), pgrp = getpgrp(), pid;
+	bool reaped = false;
+	char prefix[LS_PREFIX_MAX];
+	ssize_t n;
+
+	sigemptyset(&block);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&block, forwarded[i]);
+	sigaddset(&block, SIGCHLD);
+	sigaddset(&block, SIGTTOU);
+	sigprocmask(SIG_BLOCK, &block, &orig_mask);
+	sigdelset(&block, SIGTTOU);
+	sigaction(SIGPIPE, &ign, &orig_pipe);
+
+	sfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
+	    pipe2(pst, O_CLOEXEC) < 0) {
+		fprintf(stderr, "wrap_rank: cannot set up pipes: %s\n", strerror(errno));
+		return 1;
+	}
+	/* Deeper pipes mean fewer wake-ups per megabyte, on the command's
+	 * side and on our reader's when our output is a pipe; best effort
+	 * (fails harmlessly on a non-pipe or over the user's pipe quota). */
+	(void)fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
+	(void)fcntl(o->out_fd, F_SETPIPE_SZ, 1 << 20);
+
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "wrap_rank: cannot fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0)
+		exec_child(o, parent, pgrp, pout[1], perr[1], pst[1], &orig_mask, &orig_pipe);
+
+	(void)setpgid(pid, pid); /* both sides set it: whichever runs first wins the race */
+	close(pout[1]);
+	close(perr[1]);
+	close(pst[1]);
+	n = io_read(pst[0], &exec_errno, sizeof(exec_errno));
+	close(pst[0]);
+	if (n == (ssize_t)sizeof(exec_errno)) {
+		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
+			o->argv[0], strerror(exec_errno));
+		close(pout[0]);
+		close(perr[0]);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return exec_errno == ENOENT ? 127 : 126;
+	}
+
+	snprintf(prefix, sizeof(prefix), "[rank=%ld] ", o->rank);
+	streams[0] = (struct stream){ .fd = pout[0], .sink = o->out_fd };
+	streams[1] = (struct stream){ .fd = perr[0], .sink = o->err_fd };
+	for (int i = 0; i < 2; i++)
+		ls_init(&streams[i].ls, prefix, write_sink, &streams[i].sink);
+
+	while (!reaped || streams[0].fd >= 0 || streams[1].fd >= 0) {
+		struct pollfd pfd[3] = {
+			{ .fd = sfd, .events = POLLIN },
+			{ .fd = streams[0].fd, .events = POLLIN },
+			{ .fd = streams[1].fd, .events = POLLIN },
+		};
+		int r = poll(pfd, 3, reaped ? WRAP_LINGER_MS : -1);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			fprintf(stderr, "wrap_rank: poll: %s\n", strerror(errno));
+			break;
+		}
+		if (r == 0) { /* command gone, pipes held open but quiet */
+			stream_close(&streams[0], true);
+			stream_close(&streams[1], true);
+			break;
+		}
+		for (int i = 0; i < 2; i++)
+			if (pfd[1 + i].revents)
+				stream_pump(&streams[i], buf, sizeof(buf));
+		if (pfd[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			while (io_read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+				int sig = (int)si.ssi_signo;
+
+				if (sig != SIGCHLD) {
+					if (!reaped && kill(-pid, sig) < 0)
+						(void)kill(pid, sig);
+					continue;
+				}
+				if (!reaped && waitpid(pid, &status, WNOHANG) == pid)
+					reaped = true;
+			}
+		}
+	}
+	close(sfd);
+	return status_to_code(status);
+}
