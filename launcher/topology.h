@@ -57,6 +57,9 @@ void topo_slot_free(struct topo_slot *s);
  * names the set in its message). */
 int topo_bind_self(struct topo *t, const struct topo_slot *s);
 
+/* One --report-bindings line: "rank 3: gpu 5, cpus 24-31, numa 1". */
+int topo_format_binding(const struct topo_slot *s, int rank, char *buf, size_t len);
+
 int topo_parse_bind(const char *s, enum topo_bind *out);
 const char *topo_bind_name(enum topo_bind b);
 

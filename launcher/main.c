@@ -1,0 +1,269 @@
+/* slotrun: options -> topology -> ClusterInfo -> interface -> slot plan ->
+ * dry run, or spawn and supervise. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster_info.h"
+#include "iface.h"
+#include "options.h"
+#include "output.h"
+#include "plan.h"
+#include "runner.h"
+#include "spawn.h"
+#include "topology.h"
+
+extern char **environ;
+
+static int fail(int code, const char *msg)
+{
+	fprintf(stderr, "slotrun: %s\n", msg);
+	return code;
+}
+
+/* wrap_rank beside slotrun, then in the build tree's layout, then PATH;
+ * SLOTRUN_WRAP_RANK names it outright. */
+static int find_wrap_rank(char *buf, size_t len)
+{
+	const char *env = getenv("SLOTRUN_WRAP_RANK");
+	char self[PATH_MAX], *slash;
+	ssize_t n;
+
+	if (env && *env)
+		return spawn_resolve(env, NULL, buf, len);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = '\0';
+		slash = strrchr(self, '/');
+		if (slash) {
+			*slash = '\0';
+			snprintf(buf, len, "%s/wrap_rank", self);
+			if (access(buf, X_OK) == 0)
+				return 0;
+			snprintf(buf, len, "%s/../wrap_rank/wrap_rank", self);
+			if (access(buf, X_OK) == 0)
+				return 0;
+		}
+	}
+	return spawn_resolve("wrap_rank", getenv("PATH"), buf, len);
+}
+
+/* The rendezvous secret every rank of the job must share.  One node: a
+ * fresh random one.  Several: the user's SLOTRUN_JOB_SECRET, else one
+ * derived from the scheduler's job id or the chief's address, which every
+ * node computes alike but which is no real secret. */
+static void job_secret(const struct cluster_info *ci, char *buf, size_t len)
+{
+	const char *v = getenv(PLAN_SECRET_VAR), *ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
+	unsigned char rnd[16];
+	unsigned long h = 5381;
+	char seed[512];
+
+	if (v && *v) {
+		snprintf(buf, len, "%s", v);
+		return;
+	}
+	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(buf + 2 * i, len - 2 * i, "%02x", rnd[i]);
+		return;
+	}
+	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if ((v = getenv(ids[i])) && *v) {
+			snprintf(seed, sizeof(seed), "%s=%s", ids[i], v);
+			break;
+		}
+	for (const char *p = seed; *p; p++)
+		h = h * 33 + (unsigned char)*p;
+	snprintf(buf, len, "derived-%016lx", h);
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return access(path, W_OK) < 0 ? -errno : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct cluster_info ci = { 0 };
+	struct topo *topo = NULL;
+	struct topo_slot *tslots = NULL;
+	struct plan plan = { 0 };
+	struct plan_opts po = { 0 };
+	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
+	bool *shown = NULL, pci_order = false;
+	int r, code = 2, visible = 0;
+
+	r = opt_parse(argc, argv, &ci_process_env, &o, err, sizeof(err));
+	if (r == OPT_EXIT_OK)
+		return 0;
+	if (r < 0) {
+		fprintf(stderr, "slotrun: %s\nTry 'slotrun --help'.\n", err);
+		return 2;
+	}
+
+	if (topo_open(&topo, err, sizeof(err)) < 0) {
+		if (o.bind != TOPO_BIND_NONE)
+			return fail(2, err);
+		topo = NULL;
+	}
+	if (topo)
+		visible = topo_gpu_count(topo, &pci_order);
+
+	if (ci_load(&o.ci, &ci_process_env, visible, &ci, err, sizeof(err)) < 0) {
+		fail(2, err);
+		goto out;
+	}
+
+	if (ci.iface) {
+		if (iface_exists(ci.iface) < 0) {
+			snprintf(err, sizeof(err), "%s interface '%s' does not exist on this node",
+				 ci_source_name(ci.src_iface), ci.iface);
+			fail(2, err);
+			goto out;
+		}
+		po.iface = ci.iface;
+	} else if (ci.nnodes > 1) {
+		if (iface_for_peer(ci.addrs[0], ifname, sizeof(ifname), err, sizeof(err)) < 0) {
+			fail(2, err);
+			goto out;
+		}
+		po.iface = ifname;
+	}
+
+	/* Each slot's GPU: ClusterInfo's list, else the topology's GPUs by
+	 * index (shared round-robin when there are more slots than GPUs). */
+	if (ci.gpus || visible > 0) {
+		gpus = calloc((size_t)ci.slots + 1, sizeof(char *));
+		gpubuf = calloc((size_t)ci.slots, sizeof(*gpubuf));
+		if (!gpus || !gpubuf) {
+			fail(1, "out of memory");
+			goto out;
+		}
+		for (int i = 0; i < ci.slots; i++) {
+			if (ci.gpus) {
+				gpus[i] = ci.gpus[i % ci.ngpus];
+			} else {
+				snprintf(gpubuf[i], sizeof(gpubuf[i]), "%d", i % visible);
+				gpus[i] = gpubuf[i];
+			}
+		}
+	}
+	if (topo) {
+		tslots = calloc((size_t)ci.slots, sizeof(*tslots));
+		if (!tslots) {
+			fail(1, "out of memory");
+			goto out;
+		}
+		if (topo_plan(topo, o.bind, ci.slots, gpus, tslots, err, sizeof(err)) < 0) {
+			fail(2, err);
+			goto out;
+		}
+	}
+
+	job_secret(&ci, secret, sizeof(secret));
+	po.secret = secret;
+	po.pci_order = pci_order;
+	if (plan_build(&ci, tslots, &po, &ci_process_env, &plan) < 0) {
+		fail(1, "out of memory");
+		goto out;
+	}
+
+	if (o.dry_run) {
+		for (int i = 0; i < plan.nslots; i++) {
+			char *row = plan_slot_json(&plan, i);
+			if (row)
+				puts(row);
+			free(row);
+		}
+		code = 0;
+		goto out;
+	}
+
+	shown = calloc((size_t)ci.slots, sizeof(bool));
+	if (!shown) {
+		fail(1, "out of memory");
+		goto out;
+	}
+	if (o.ranks_filter) {
+		bool *by_rank;
+		if (out_parse_ranks(o.ranks_filter, ci.world_size, &by_rank, err, sizeof(err)) < 0) {
+			fail(2, err);
+			goto out;
+		}
+		for (int i = 0; i < ci.slots; i++)
+			shown[i] = by_rank[ci.rank_base + i];
+		free(by_rank);
+	} else {
+		for (int i = 0; i < ci.slots; i++)
+			shown[i] = true;
+	}
+	if (o.log_dir && (r = mkdir_p(o.log_dir)) < 0) {
+		snprintf(err, sizeof(err), "--log-dir %s: cannot create or write it: %s", o.log_dir, strerror(-r));
+		fail(2, err);
+		goto out;
+	}
+
+	/* Said once here, rather than by every wrap_rank. */
+	r = spawn_resolve(o.argv[0], getenv("PATH"), exec_path, sizeof(exec_path));
+	if (r < 0) {
+		code = r == -EACCES ? 126 : 127;
+		snprintf(err, sizeof(err), "cannot execute '%s': %s", o.argv[0],
+			 r == -EACCES ? "Permission denied" : "command not found");
+		fail(code, err);
+		goto out;
+	}
+	if (!o.no_wrap && find_wrap_rank(exec_path, sizeof(exec_path)) < 0) {
+		code = fail(127, "cannot find wrap_rank beside slotrun or on PATH (set SLOTRUN_WRAP_RANK, or use --no-wrap)");
+		goto out;
+	}
+
+	if (o.report_bindings && tslots)
+		for (int i = 0; i < ci.slots; i++) {
+			char line[512];
+			topo_format_binding(&tslots[i], plan.slots[i].rank, line, sizeof(line));
+			fprintf(stderr, "slotrun: %s\n", line);
+		}
+
+	code = runner_run(&(struct runner_cfg){
+		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,
+		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ, .shown = shown,
+		.log_dir = o.log_dir, .error_file = o.error_file, .grace = o.grace,
+	});
+out:
+	plan_free(&plan);
+	if (tslots) {
+		for (int i = 0; i < ci.slots; i++)
+			topo_slot_free(&tslots[i]);
+		free(tslots);
+	}
+	free(gpus);
+	free(gpubuf);
+	free(shown);
+	ci_free(&ci);
+	if (topo)
+		topo_close(topo);
+	return code;
+}

@@ -1,0 +1,186 @@
+#include "options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char opt_usage[] =
+"Usage: slotrun [OPTIONS] [--] COMMAND [ARGS...]\n"
+"\n"
+"Starts one worker per slot on this node, each as `wrap_rank RANK -- COMMAND`\n"
+"with the distributed-training environment (RANK, WORLD_SIZE, LOCAL_RANK,\n"
+"MASTER_ADDR, ...), pinned to its GPU's cores; stops every worker on the first\n"
+"failure and exits with its status.\n"
+"\n"
+"Where this node stands (flags override Determined, then Slurm, then SLOTRUN_*):\n"
+"  --slots N|N,N,...    workers on this node (or per node); default: visible GPUs, else 1\n"
+"  --nnodes N           nodes in the job                       [SLOTRUN_NNODES]\n"
+"  --node-rank R        this node's index, 0 = chief           [SLOTRUN_NODE_RANK]\n"
+"  --addrs A,B,...      node addresses, chief first            [SLOTRUN_ADDRS]\n"
+"  --master-port P      rendezvous port on the chief (29400)   [SLOTRUN_MASTER_PORT]\n"
+"  --iface NAME         network interface for NCCL/Gloo        [SLOTRUN_IFACE]\n"
+"                       (default: the one that routes to the chief, multi-node only)\n"
+"Running:\n"
+"  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
+"  --bind auto|none|core|numa|gpu\n"
+"                       pinning (auto: gpu on GPU slots, core on CPU slots) [SLOTRUN_BIND]\n"
+"  --report-bindings    one line per rank on stderr: GPU, cpus, NUMA node\n"
+"                                                              [SLOTRUN_REPORT_BINDINGS=1]\n"
+"  --no-wrap            run COMMAND without wrap_rank (no [rank=N] prefix) [SLOTRUN_NO_WRAP=1]\n"
+"  --log-dir DIR        also write DIR/rank-N.stdout and DIR/rank-N.stderr [SLOTRUN_LOG_DIR]\n"
+"  --ranks-filter LIST  console shows only these ranks, e.g. 0,2-3; files get all\n"
+"                                                              [SLOTRUN_RANKS_FILTER]\n"
+"  --error-file PATH    on failure, write the summary as JSON  [SLOTRUN_ERROR_FILE]\n"
+"  --dry-run            start nothing; print the plan, one JSON object per slot\n"
+"                                                              [SLOTRUN_DRY_RUN=1]\n"
+"  -h, --help           this help\n"
+"  --version            slotrun's version\n"
+"\n"
+"Exit status: 0 when every worker exited 0; else the first failure's exit code\n"
+"(128+N for death by signal N); 127/126 when COMMAND cannot be found/executed;\n"
+"128+N when slotrun was stopped by signal N; 2 for usage and ClusterInfo errors.\n"
+"SIGINT/TERM/HUP/QUIT/USR1/USR2 are forwarded to every worker; a second SIGINT\n"
+"kills at once.\n";
+
+enum {
+	O_SLOTS = 256, O_NNODES, O_NODE_RANK, O_ADDRS, O_MASTER_PORT, O_IFACE, O_GRACE,
+	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
+	O_REPORT_BINDINGS, O_VERSION,
+};
+
+static const struct option longopts[] = {
+	{ "slots", required_argument, NULL, O_SLOTS },
+	{ "nnodes", required_argument, NULL, O_NNODES },
+	{ "node-rank", required_argument, NULL, O_NODE_RANK },
+	{ "addrs", required_argument, NULL, O_ADDRS },
+	{ "master-port", required_argument, NULL, O_MASTER_PORT },
+	{ "iface", required_argument, NULL, O_IFACE },
+	{ "grace", required_argument, NULL, O_GRACE },
+	{ "no-wrap", no_argument, NULL, O_NO_WRAP },
+	{ "log-dir", required_argument, NULL, O_LOG_DIR },
+	{ "ranks-filter", required_argument, NULL, O_RANKS_FILTER },
+	{ "dry-run", no_argument, NULL, O_DRY_RUN },
+	{ "error-file", required_argument, NULL, O_ERROR_FILE },
+	{ "bind", required_argument, NULL, O_BIND },
+	{ "report-bindings", no_argument, NULL, O_REPORT_BINDINGS },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, O_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_bool(const char *name, const char *v, bool *out, char *err, size_t errlen)
+{
+	if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "false") || !strcmp(v, "no")) {
+		*out = false;
+		return 0;
+	}
+	if (!strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes")) {
+		*out = true;
+		return 0;
+	}
+	snprintf(err, errlen, "%s='%s': expected 1 or 0", name, v);
+	return -EINVAL;
+}
+
+static int parse_grace(const char *what, const char *v, double *out, char *err, size_t errlen)
+{
+	char *end;
+	double g;
+
+	errno = 0;
+	g = strtod(v, &end);
+	if (!*v || *end || errno || !isfinite(g) || g < 0 || g > 86400) {
+		snprintf(err, errlen, "%s '%s': expected seconds, a number from 0 to 86400", what, v);
+		return -EINVAL;
+	}
+	*out = g;
+	return 0;
+}
+
+static const char *nonempty(const struct ci_env *env, const char *name)
+{
+	const char *v = env->getenv(env->ctx, name);
+	return v && *v ? v : NULL;
+}
+
+int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
+	      char *err, size_t errlen)
+{
+	const char *grace = NULL, *bind = NULL, *bind_what = "--bind", *v;
+	int c;
+
+	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO };
+	if (parse_bool("SLOTRUN_NO_WRAP", nonempty(env, "SLOTRUN_NO_WRAP"), &o->no_wrap, err, errlen) < 0 ||
+	    parse_bool("SLOTRUN_DRY_RUN", nonempty(env, "SLOTRUN_DRY_RUN"), &o->dry_run, err, errlen) < 0 ||
+	    parse_bool("SLOTRUN_REPORT_BINDINGS", nonempty(env, "SLOTRUN_REPORT_BINDINGS"),
+		       &o->report_bindings, err, errlen) < 0)
+		return -EINVAL;
+	o->log_dir = nonempty(env, "SLOTRUN_LOG_DIR");
+	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
+	o->error_file = nonempty(env, "SLOTRUN_ERROR_FILE");
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_SLOTS: o->ci.slots = optarg; break;
+		case O_NNODES: o->ci.nnodes = optarg; break;
+		case O_NODE_RANK: o->ci.node_rank = optarg; break;
+		case O_ADDRS: o->ci.addrs = optarg; break;
+		case O_MASTER_PORT: o->ci.master_port = optarg; break;
+		case O_IFACE: o->ci.iface = optarg; break;
+		case O_GRACE: grace = optarg; break;
+		case O_NO_WRAP: o->no_wrap = true; break;
+		case O_LOG_DIR: o->log_dir = optarg; break;
+		case O_RANKS_FILTER: o->ranks_filter = optarg; break;
+		case O_DRY_RUN: o->dry_run = true; break;
+		case O_ERROR_FILE: o->error_file = optarg; break;
+		case O_BIND: bind = optarg; break;
+		case O_REPORT_BINDINGS: o->report_bindings = true; break;
+		case 'h':
+			fputs(opt_usage, stdout);
+			return OPT_EXIT_OK;
+		case O_VERSION:
+			puts("slotrun " SLOTRUN_VERSION);
+			return OPT_EXIT_OK;
+		case ':':
+			snprintf(err, errlen, "option '%s' needs a value", argv[optind - 1]);
+			return -EINVAL;
+		default:
+			snprintf(err, errlen, "unknown option '%s'", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (grace) {
+		if (parse_grace("--grace", grace, &o->grace, err, errlen) < 0)
+			return -EINVAL;
+	} else if ((v = nonempty(env, "SLOTRUN_GRACE")) &&
+		   parse_grace("SLOTRUN_GRACE", v, &o->grace, err, errlen) < 0) {
+		return -EINVAL;
+	}
+	if (!bind) {
+		bind = nonempty(env, "SLOTRUN_BIND");
+		bind_what = "SLOTRUN_BIND";
+	}
+	if (bind && topo_parse_bind(bind, &o->bind) < 0) {
+		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", bind_what, bind);
+		return -EINVAL;
+	}
+	if (o->log_dir && !*o->log_dir) {
+		snprintf(err, errlen, "--log-dir: expected a directory, got an empty string");
+		return -EINVAL;
+	}
+	if (o->error_file && !*o->error_file) {
+		snprintf(err, errlen, "--error-file: expected a path, got an empty string");
+		return -EINVAL;
+	}
+	if (optind >= argc && !o->dry_run) {
+		snprintf(err, errlen, "missing COMMAND (e.g. slotrun --slots 2 -- python3 train.py)");
+		return -EINVAL;
+	}
+	o->argv = argv + optind;
+	return OPT_RUN;
+}

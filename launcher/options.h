@@ -1,0 +1,37 @@
+/* slotrun's command line, with a SLOTRUN_* variable behind each option
+ * (the flag wins).  ClusterInfo flags are kept raw for ci_load, which reads
+ * their variables itself at their place in the precedence. */
+#ifndef SLOTRUN_OPTIONS_H
+#define SLOTRUN_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cluster_info.h"
+#include "topology.h"
+
+#define OPT_DEFAULT_GRACE 30.0
+
+struct options {
+	struct ci_flags ci;
+	double grace;              /* seconds from SIGTERM to SIGKILL */
+	bool no_wrap;
+	bool dry_run;
+	bool report_bindings;
+	enum topo_bind bind;
+	const char *log_dir;
+	const char *ranks_filter;
+	const char *error_file;
+	char **argv;               /* the command */
+};
+
+enum { OPT_RUN = 0, OPT_EXIT_OK = 1 };
+
+/* Returns OPT_RUN, OPT_EXIT_OK after printing --help or --version to
+ * stdout, or -EINVAL with a one-line reason in err. */
+int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
+	      char *err, size_t errlen);
+
+extern const char opt_usage[];
+
+#endif

@@ -1,0 +1,176 @@
+#include "output.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+
+void out_tail_append(struct out_tail *t, const char *buf, size_t len)
+{
+	if (len >= OUT_TAIL_BYTES) {
+		buf += len - OUT_TAIL_BYTES;
+		t->len += len - OUT_TAIL_BYTES;
+		len = OUT_TAIL_BYTES;
+	}
+	while (len > 0) {
+		size_t at = t->len % OUT_TAIL_BYTES;
+		size_t n = OUT_TAIL_BYTES - at < len ? OUT_TAIL_BYTES - at : len;
+
+		memcpy(t->buf + at, buf, n);
+		t->len += n;
+		buf += n;
+		len -= n;
+	}
+}
+
+int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines)
+{
+	size_t have = t->len < OUT_TAIL_BYTES ? t->len : OUT_TAIL_BYTES;
+	size_t start = t->len - have;
+	char *lin = malloc(have + 1);
+	int count = 0, n = 0;
+	size_t end;
+
+	*lines = NULL;
+	if (!lin)
+		return 0;
+	for (size_t i = 0; i < have; i++)
+		lin[i] = t->buf[(start + i) % OUT_TAIL_BYTES];
+	/* Walk back from the end over at most max_lines complete lines; a
+	 * first line cut by the ring's wrap is dropped. */
+	end = have;
+	while (end > 0 && lin[end - 1] != '\n')
+		end--;
+	size_t pos = end;
+	while (pos > 0 && count < max_lines) {
+		size_t b = pos - 1;
+		while (b > 0 && lin[b - 1] != '\n')
+			b--;
+		if (b == 0 && start > 0)
+			break; /* no newline before it in the ring: maybe cut */
+		count++;
+		pos = b;
+	}
+	*lines = calloc((size_t)count + 1, sizeof(char *));
+	if (!*lines) {
+		free(lin);
+		return 0;
+	}
+	for (size_t p = pos; n < count;) {
+		char *nl = memchr(lin + p, '\n', end - p);
+		size_t l = (size_t)(nl - (lin + p));
+
+		(*lines)[n] = strndup(lin + p, l);
+		n++;
+		p += l + 1;
+	}
+	free(lin);
+	return count;
+}
+
+static int sink(void *ctx, const char *buf, size_t len)
+{
+	struct out_stream *s = ctx;
+
+	if (s->console_fd >= 0 && io_write_all(s->console_fd, buf, len) < 0)
+		s->console_fd = -1; /* reader gone (EPIPE): keep the files and the tail */
+	if (s->file_fd >= 0 && io_write_all(s->file_fd, buf, len) < 0) {
+		close(s->file_fd);
+		s->file_fd = -1;
+	}
+	if (s->tail)
+		out_tail_append(s->tail, buf, len);
+	return 0;
+}
+
+void out_stream_init(struct out_stream *s, int fd, int console_fd, int file_fd,
+		     struct out_tail *tail)
+{
+	s->fd = fd;
+	s->console_fd = console_fd;
+	s->file_fd = file_fd;
+	s->tail = tail;
+	ls_init(&s->ls, "", sink, s);
+}
+
+void out_stream_close(struct out_stream *s)
+{
+	if (s->fd >= 0) {
+		(void)ls_finish(&s->ls);
+		close(s->fd);
+		s->fd = -1;
+	}
+	if (s->file_fd >= 0) {
+		close(s->file_fd);
+		s->file_fd = -1;
+	}
+}
+
+int out_stream_pump(struct out_stream *s)
+{
+	char buf[65536];
+
+	for (int rounds = 0; rounds < 16; rounds++) {
+		ssize_t n = io_read(s->fd, buf, sizeof(buf));
+
+		if (n == -EAGAIN)
+			return OUT_PUMP_EMPTY;
+		if (n <= 0) {
+			out_stream_close(s);
+			return OUT_PUMP_CLOSED;
+		}
+		ls_feed(&s->ls, buf, (size_t)n);
+	}
+	return OUT_PUMP_MORE;
+}
+
+int out_parse_ranks(const char *spec, int world_size, bool **shown, char *err, size_t errlen)
+{
+	const char *p = spec;
+
+	*shown = calloc((size_t)world_size, sizeof(bool));
+	if (!*shown)
+		return -ENOMEM;
+	if (!*spec)
+		goto bad;
+	while (*p) {
+		char *end;
+		long a, b;
+
+		if (*p < '0' || *p > '9')
+			goto bad;
+		a = strtol(p, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				goto bad;
+			b = strtol(end + 1, &end, 10);
+		}
+		if (*end != ',' && *end != '\0')
+			goto bad;
+		if (b < a) {
+			snprintf(err, errlen, "--ranks-filter '%s': range %ld-%ld is reversed", spec, a, b);
+			goto fail;
+		}
+		if (b >= world_size) {
+			snprintf(err, errlen, "--ranks-filter '%s': rank %ld is out of range (world size %d: ranks 0..%d)",
+				 spec, b, world_size, world_size - 1);
+			goto fail;
+		}
+		for (long r = a; r <= b; r++)
+			(*shown)[r] = true;
+		p = *end ? end + 1 : end;
+		if (*end == ',' && !*p)
+			goto bad;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "--ranks-filter '%s': expected ranks like 0,2-3", spec);
+fail:
+	free(*shown);
+	*shown = NULL;
+	return -EINVAL;
+}

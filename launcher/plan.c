@@ -1,0 +1,180 @@
+#include "plan.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct envb {
+	char **v;
+	int n;
+	bool oom;
+};
+
+static void put(struct envb *b, const char *name, const char *fmt, ...)
+{
+	char *s = NULL, *val = NULL;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&val, fmt, ap) < 0)
+		val = NULL;
+	va_end(ap);
+	if (!val || asprintf(&s, "%s=%s", name, val) < 0)
+		s = NULL;
+	free(val);
+	if (!s) {
+		b->oom = true;
+		return;
+	}
+	b->v[b->n++] = s;
+	b->v[b->n] = NULL;
+}
+
+static bool user_set(const struct ci_env *env, const char *name)
+{
+	const char *v = env->getenv(env->ctx, name);
+	return v && *v;
+}
+
+#define PLAN_MAX_VARS 24
+
+static int slot_env(const struct cluster_info *ci, const struct plan_slot *s,
+		    const struct plan_opts *po, const struct ci_env *env, char ***out)
+{
+	struct envb b = { .v = calloc(PLAN_MAX_VARS + 1, sizeof(char *)) };
+	const char *chief = ci->addrs[0];
+
+	if (!b.v)
+		return -ENOMEM;
+	put(&b, "RANK", "%d", s->rank);
+	put(&b, "WORLD_SIZE", "%d", ci->world_size);
+	put(&b, "LOCAL_RANK", "%d", s->local_rank);
+	put(&b, "LOCAL_WORLD_SIZE", "%d", ci->slots);
+	put(&b, "LOCAL_SIZE", "%d", ci->slots);
+	put(&b, "GROUP_RANK", "%d", ci->node_rank);
+	put(&b, "NODE_RANK", "%d", ci->node_rank);
+	put(&b, "CROSS_RANK", "%d", ci->node_rank);
+	put(&b, "GROUP_WORLD_SIZE", "%d", ci->nnodes);
+	put(&b, "CROSS_SIZE", "%d", ci->nnodes);
+	put(&b, "MASTER_ADDR", "%s", chief);
+	put(&b, "MASTER_PORT", "%d", ci->master_port);
+	put(&b, "DET_CHIEF_IP", "%s", chief);
+	if (s->gpu) {
+		put(&b, "CUDA_VISIBLE_DEVICES", "%s", s->gpu);
+		if (po->pci_order)
+			put(&b, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+	}
+	if (s->ncpus > 0 && !user_set(env, "OMP_NUM_THREADS"))
+		put(&b, "OMP_NUM_THREADS", "%d", s->ncpus);
+	if (po->iface && !user_set(env, "NCCL_SOCKET_IFNAME"))
+		put(&b, "NCCL_SOCKET_IFNAME", "%s", po->iface);
+	if (po->iface && !user_set(env, "GLOO_SOCKET_IFNAME"))
+		put(&b, "GLOO_SOCKET_IFNAME", "%s", po->iface);
+	put(&b, PLAN_SECRET_VAR, "%s", po->secret ? po->secret : "");
+	if (b.oom) {
+		for (int i = 0; i < b.n; i++)
+			free(b.v[i]);
+		free(b.v);
+		return -ENOMEM;
+	}
+	*out = b.v;
+	return 0;
+}
+
+int plan_build(const struct cluster_info *ci, const struct topo_slot *tslots,
+	       const struct plan_opts *po, const struct ci_env *env, struct plan *p)
+{
+	p->nslots = ci->slots;
+	p->node_rank = ci->node_rank;
+	p->slots = calloc((size_t)ci->slots, sizeof(*p->slots));
+	if (!p->slots)
+		return -ENOMEM;
+	for (int i = 0; i < ci->slots; i++) {
+		struct plan_slot *s = &p->slots[i];
+
+		s->rank = ci->rank_base + i;
+		s->local_rank = i;
+		s->gpu = tslots ? tslots[i].gpu : NULL;
+		s->cpus = tslots && tslots[i].cpus ? tslots[i].cpus : "";
+		s->numa = tslots && tslots[i].numa ? tslots[i].numa : "";
+		s->ncpus = tslots ? tslots[i].ncpus : 0;
+		if (slot_env(ci, s, po, env, &s->env) < 0) {
+			plan_free(p);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void plan_free(struct plan *p)
+{
+	for (int i = 0; p->slots && i < p->nslots; i++) {
+		for (char **e = p->slots[i].env; e && *e; e++)
+			free(*e);
+		free(p->slots[i].env);
+	}
+	free(p->slots);
+	p->slots = NULL;
+	p->nslots = 0;
+}
+
+char *plan_slot_json(const struct plan *p, int i)
+{
+	const struct plan_slot *s = &p->slots[i];
+	json_t *env = json_object(), *row;
+	char *out;
+
+	for (char **e = s->env; *e; e++) {
+		const char *eq = strchr(*e, '=');
+		char name[64];
+
+		snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+		json_object_set_new(env, name, json_string(strcmp(name, PLAN_SECRET_VAR) == 0 ?
+							   "<secret>" : eq + 1));
+	}
+	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o}", "rank", s->rank, "local_rank",
+			s->local_rank, "node_rank", p->node_rank, "gpu", s->gpu, "cpus", s->cpus,
+			"numa", s->numa, "env", env);
+	if (!row)
+		return NULL;
+	out = json_dumps(row, JSON_COMPACT);
+	json_decref(row);
+	return out;
+}
+
+static bool same_name(const char *a, const char *b)
+{
+	while (*a && *a != '=' && *a == *b) {
+		a++;
+		b++;
+	}
+	return *a == '=' && *b == '=';
+}
+
+char **plan_envp(const struct plan_slot *s, char *const *base)
+{
+	int nb = 0, ns = 0, n = 0;
+	char **out;
+
+	while (base && base[nb])
+		nb++;
+	while (s->env[ns])
+		ns++;
+	out = calloc((size_t)(nb + ns + 1), sizeof(char *));
+	if (!out)
+		return NULL;
+	for (int i = 0; i < nb; i++) {
+		bool overridden = false;
+		for (int j = 0; j < ns && !overridden; j++)
+			overridden = same_name(base[i], s->env[j]);
+		if (!overridden)
+			out[n++] = base[i];
+	}
+	for (int j = 0; j < ns; j++)
+		out[n++] = s->env[j];
+	out[n] = NULL;
+	return out;
+}

@@ -1,0 +1,96 @@
+#include "procs.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "io.h"
+
+struct pp {
+	pid_t pid, ppid;
+};
+
+/* "pid (comm) S ppid ...": comm may hold spaces and ')', so parse from the
+ * last ')'.  Zombies are skipped: they are already dead. */
+static int read_ppid(pid_t pid, pid_t *ppid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = io_read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2] || p[2] == 'Z' || p[2] == 'X')
+		return -ESRCH;
+	*ppid = (pid_t)strtol(p + 4, NULL, 10);
+	return 0;
+}
+
+int procs_signal_descendants(pid_t root, int sig)
+{
+	struct pp *all = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+	int count = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		pid_t pid, ppid;
+
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		pid = (pid_t)atoi(de->d_name);
+		if (read_ppid(pid, &ppid) < 0)
+			continue;
+		if (n == cap) {
+			struct pp *m = realloc(all, (cap = cap ? cap * 2 : 256) * sizeof(*all));
+			if (!m) {
+				free(all);
+				closedir(d);
+				return -ENOMEM;
+			}
+			all = m;
+		}
+		all[n++] = (struct pp){ pid, ppid };
+	}
+	closedir(d);
+
+	/* Mark descendants by repeated passes: ppid of a marked entry or root.
+	 * Marked entries get ppid = root so the test stays one comparison. */
+	for (bool grew = true; grew;) {
+		grew = false;
+		for (size_t i = 0; i < n; i++) {
+			if (all[i].ppid == root || all[i].pid == root)
+				continue;
+			for (size_t j = 0; j < n; j++) {
+				if (all[j].pid == all[i].ppid && all[j].ppid == root && all[j].pid != root) {
+					all[i].ppid = root;
+					grew = true;
+					break;
+				}
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (all[i].ppid == root && all[i].pid != root && kill(all[i].pid, sig) == 0)
+			count++;
+	free(all);
+	return count;
+}

@@ -1,0 +1,13 @@
+/* Descendants of a process, found by walking /proc.  Used to stop strays:
+ * processes that left the workers' process groups (setsid, daemonized). */
+#ifndef SLOTRUN_PROCS_H
+#define SLOTRUN_PROCS_H
+
+#include <sys/types.h>
+
+/* Sends sig to every live descendant of root.  Returns how many were
+ * signalled, or a negative errno when /proc cannot be read.  Racy by
+ * nature (a process may fork meanwhile); callers repeat on later events. */
+int procs_signal_descendants(pid_t root, int sig);
+
+#endif

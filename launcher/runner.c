@@ -1,0 +1,406 @@
+#include "runner.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "output.h"
+#include "procs.h"
+#include "spawn.h"
+#include "summary.h"
+#include "supervisor.h"
+
+static const int handled[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+#define NHANDLED ((int)(sizeof(handled) / sizeof(handled[0])))
+
+struct worker {
+	pid_t pid;
+	struct out_stream out, err;
+	struct event *ev_out, *ev_err;
+	struct out_tail tail;
+	struct timespec when;
+	double after;
+	char note[256];
+};
+
+struct runner {
+	const struct runner_cfg *cfg;
+	struct event_base *base;
+	struct event *sigev[NHANDLED];
+	struct event *timer;
+	struct sup sup;
+	enum sup_worker_fate *fate;
+	int *code;
+	struct worker *w;
+	int n;
+	pid_t self;
+	struct timespec t0;
+};
+
+static double since(const struct timespec *t0, const struct timespec *t)
+{
+	return (double)(t->tv_sec - t0->tv_sec) + (double)(t->tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void apply(struct runner *r, struct sup_actions a);
+
+static void feed(struct runner *r, struct sup_event ev)
+{
+	apply(r, sup_step(&r->sup, &ev));
+}
+
+/* ECHILD from waitpid(-1) is exact: any live descendant would have a
+ * surviving ancestor that is our child (we are its subreaper). */
+static bool have_children(void)
+{
+	siginfo_t si = { 0 };
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+static void apply(struct runner *r, struct sup_actions a)
+{
+	if (a.signal_workers)
+		for (int i = 0; i < r->n; i++)
+			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0)
+				(void)kill(-r->w[i].pid, a.signal_workers);
+	if (a.signal_strays)
+		(void)procs_signal_descendants(r->self, a.signal_strays);
+	if (a.arm_timer) {
+		double whole;
+		double frac = modf(r->cfg->grace, &whole);
+		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+		evtimer_add(r->timer, &tv);
+	}
+	if (a.done) {
+		event_base_loopbreak(r->base);
+		return;
+	}
+	if (a.check_strays && !have_children())
+		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
+}
+
+static int wait_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static void reap(struct runner *r)
+{
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (int i = 0; i < r->n; i++) {
+			struct worker *w = &r->w[i];
+			struct timespec mono;
+
+			if (w->pid != pid)
+				continue;
+			clock_gettime(CLOCK_REALTIME, &w->when);
+			clock_gettime(CLOCK_MONOTONIC, &mono);
+			w->after = since(&r->t0, &mono);
+			feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = wait_code(status) });
+			break;
+		}
+		/* not a worker: an adopted stray, now reaped */
+	}
+	if (r->sup.state == SUP_SWEEP && !have_children())
+		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct runner *r = arg;
+
+	if (sig == SIGCHLD)
+		reap(r);
+	else
+		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	feed(arg, (struct sup_event){ .type = SUP_EV_TIMER });
+}
+
+static void on_stream(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	bool is_out = fd == w->out.fd;
+	struct out_stream *s = is_out ? &w->out : &w->err;
+
+	/* At EOF the stream closes its fd: drop the event before anything can
+	 * reuse the number. */
+	if (out_stream_pump(s) <= 0)
+		event_del(is_out ? w->ev_out : w->ev_err);
+}
+
+static int open_log(const char *dir, int rank, const char *stream, char *err, size_t errlen)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/rank-%d.%s", dir, rank, stream);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+	return fd;
+}
+
+static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s, char *rankbuf)
+{
+	int n = 0, k = 0;
+	char **argv;
+
+	while (c->cmd[n])
+		n++;
+	argv = calloc((size_t)n + 5, sizeof(char *));
+	if (!argv)
+		return NULL;
+	if (c->wrapped) {
+		sprintf(rankbuf, "%d", s->rank);
+		argv[k++] = (char *)c->exec_path;
+		argv[k++] = "--no-redirect-stdio";
+		argv[k++] = rankbuf;
+		argv[k++] = "--";
+	}
+	for (int i = 0; i < n; i++)
+		argv[k++] = c->cmd[i];
+	return argv;
+}
+
+static void stage_text(const struct runner *r, int i, enum spawn_stage st, int e, char *buf, size_t len)
+{
+	const struct runner_cfg *c = r->cfg;
+
+	if (st == SPAWN_BIND)
+		snprintf(buf, len, "cannot bind to cpus %s (NUMA node %s): %s",
+			 c->tslots[i].cpus, c->tslots[i].numa, strerror(e));
+	else if (st == SPAWN_EXEC)
+		snprintf(buf, len, "cannot execute '%s': %s", c->exec_path, strerror(e));
+	else
+		snprintf(buf, len, "cannot set up the worker process: %s", strerror(e));
+}
+
+/* Forks every worker first and collects their exec reports afterwards, so
+ * the children exec in parallel.  A start failure is said once, however
+ * many ranks hit the same one. */
+static int spawn_all(struct runner *r, const sigset_t *orig_mask)
+{
+	const struct runner_cfg *c = r->cfg;
+	int *report = calloc((size_t)r->n, sizeof(int));
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	char err[512];
+	int said_stage = -1, said_errno = 0, same = 0, rc = 0;
+
+	if (!report || devnull < 0)
+		return -ENOMEM;
+	for (int i = 0; i < r->n; i++) {
+		const struct plan_slot *s = &c->plan->slots[i];
+		struct worker *w = &r->w[i];
+		int po[2], pe[2], lo = -1, le = -1, e;
+		char rankbuf[16], **argv, **envp;
+		struct spawn_req req;
+
+		if (c->log_dir && ((lo = open_log(c->log_dir, s->rank, "stdout", err, sizeof(err))) < 0 ||
+				   (le = open_log(c->log_dir, s->rank, "stderr", err, sizeof(err))) < 0)) {
+			fprintf(stderr, "slotrun: %s\n", err);
+			snprintf(w->note, sizeof(w->note), "%s", err);
+			if (lo >= 0)
+				close(lo);
+			rc = -EINVAL;
+			break;
+		}
+		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
+			fprintf(stderr, "slotrun: cannot create pipes for rank %d: %s\n", s->rank, strerror(errno));
+			rc = -EMFILE;
+			break;
+		}
+		fcntl(po[0], F_SETFL, O_NONBLOCK);
+		fcntl(pe[0], F_SETFL, O_NONBLOCK);
+		out_stream_init(&w->out, po[0], c->shown[i] ? STDOUT_FILENO : -1, lo, NULL);
+		out_stream_init(&w->err, pe[0], c->shown[i] ? STDERR_FILENO : -1, le, &w->tail);
+		argv = worker_argv(c, s, rankbuf);
+		envp = plan_envp(s, c->base_env);
+		req = (struct spawn_req){
+			.path = c->exec_path, .argv = argv, .envp = envp,
+			.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],
+			.topo = c->tslots && c->tslots[i].cpuset ? c->topo : NULL,
+			.slot = c->tslots ? &c->tslots[i] : NULL,
+			.child_mask = orig_mask, .reset_signals = handled, .nreset = NHANDLED,
+		};
+		e = (argv && envp) ? spawn_start(&req, &w->pid, &report[i]) : -ENOMEM;
+		free(argv);
+		free(envp);
+		close(po[1]);
+		close(pe[1]);
+		if (e < 0) {
+			snprintf(w->note, sizeof(w->note), "cannot fork: %s", strerror(-e));
+			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			w->pid = 0;
+			report[i] = -1;
+			rc = e;
+			break;
+		}
+	}
+	for (int i = 0; i < r->n; i++) {
+		int e = 0;
+		enum spawn_stage st;
+
+		if (r->w[i].pid <= 0 || report[i] < 0)
+			continue;
+		st = spawn_read_report(report[i], &e);
+		if (st == SPAWN_OK)
+			continue;
+		stage_text(r, i, st, e, r->w[i].note, sizeof(r->w[i].note));
+		if (said_stage < 0) {
+			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
+				c->plan->node_rank, r->w[i].note);
+			said_stage = st;
+			said_errno = e;
+		} else if ((int)st == said_stage && e == said_errno) {
+			same++;
+		} else {
+			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
+				c->plan->node_rank, r->w[i].note);
+		}
+	}
+	if (same)
+		fprintf(stderr, "slotrun: (the same on %d other rank%s)\n", same, same == 1 ? "" : "s");
+	close(devnull);
+	free(report);
+	return rc;
+}
+
+/* Everything in our tree is dead, so every pipe ends in EOF after its
+ * last bytes; OUT_PUMP_AGAIN only when a process outside our tree holds a
+ * write end, and then we stop there. */
+static void drain(struct runner *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		struct out_stream *ss[2] = { &r->w[i].out, &r->w[i].err };
+		for (int k = 0; k < 2; k++) {
+			while (ss[k]->fd >= 0 && out_stream_pump(ss[k]) == OUT_PUMP_MORE)
+				;
+			out_stream_close(ss[k]);
+		}
+	}
+}
+
+static void report(struct runner *r, int code)
+{
+	const struct runner_cfg *c = r->cfg;
+	struct sum_worker *sw;
+	struct sum_job job;
+
+	if (r->sup.root_cause < 0 && !r->sup.stop_signal && code == 0)
+		return;
+	sw = calloc((size_t)r->n, sizeof(*sw));
+	if (!sw)
+		return;
+	for (int i = 0; i < r->n; i++)
+		sw[i] = (struct sum_worker){
+			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
+			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
+			.after_start = r->w[i].after, .tail = &r->w[i].tail,
+			.note = r->w[i].note[0] ? r->w[i].note : NULL,
+		};
+	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = r->n, .w = sw,
+				.root = r->sup.root_cause, .stop_signal = r->sup.stop_signal,
+				.exit_code = code };
+	summary_print(stderr, &job);
+	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
+		fprintf(stderr, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+	free(sw);
+}
+
+int runner_run(const struct runner_cfg *c)
+{
+	struct runner r = { .cfg = c, .n = c->plan->nslots, .self = getpid() };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	sigset_t block, orig;
+	int code = 1;
+
+	clock_gettime(CLOCK_MONOTONIC, &r.t0);
+	sigemptyset(&block);
+	for (int i = 0; i < NHANDLED; i++)
+		sigaddset(&block, handled[i]);
+	sigprocmask(SIG_BLOCK, &block, &orig);
+	sigaction(SIGPIPE, &ign, NULL);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+
+	r.w = calloc((size_t)r.n, sizeof(*r.w));
+	r.fate = calloc((size_t)r.n, sizeof(*r.fate));
+	r.code = calloc((size_t)r.n, sizeof(*r.code));
+	r.base = event_base_new();
+	if (!r.w || !r.fate || !r.code || !r.base) {
+		fprintf(stderr, "slotrun: out of memory\n");
+		goto out;
+	}
+	sup_init(&r.sup, r.n, r.fate, r.code);
+	for (int i = 0; i < NHANDLED; i++) {
+		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
+		event_add(r.sigev[i], NULL);
+	}
+	r.timer = evtimer_new(r.base, on_timer, &r);
+
+	/* A worker that could not be started counts as failed: the first is
+	 * the root cause and stops the others through the normal path. */
+	if (spawn_all(&r, &orig) < 0)
+		for (int i = 0; i < r.n; i++)
+			if (r.w[i].pid <= 0) {
+				if (!r.w[i].note[0])
+					snprintf(r.w[i].note, sizeof(r.w[i].note), "not started");
+				feed(&r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
+			}
+	for (int i = 0; i < r.n; i++) {
+		struct worker *w = &r.w[i];
+		if (w->pid <= 0)
+			continue;
+		w->ev_out = event_new(r.base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
+		w->ev_err = event_new(r.base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
+		event_add(w->ev_out, NULL);
+		event_add(w->ev_err, NULL);
+	}
+	sigprocmask(SIG_SETMASK, &orig, NULL);
+	/* Unblock everything we handle even if our parent blocked it. */
+	sigprocmask(SIG_UNBLOCK, &block, NULL);
+
+	if (r.sup.state != SUP_DONE)
+		event_base_dispatch(r.base);
+	for (int i = 0; i < r.n; i++) {
+		if (r.w[i].ev_out)
+			event_free(r.w[i].ev_out);
+		if (r.w[i].ev_err)
+			event_free(r.w[i].ev_err);
+	}
+	drain(&r);
+	code = sup_exit_code(&r.sup);
+	report(&r, code);
+out:
+	for (int i = 0; i < NHANDLED; i++)
+		if (r.sigev[i])
+			event_free(r.sigev[i]);
+	if (r.timer)
+		event_free(r.timer);
+	if (r.base)
+		event_base_free(r.base);
+	free(r.w);
+	free(r.fate);
+	free(r.code);
+	return code;
+}

@@ -1,0 +1,29 @@
+/* Runs the plan: spawns the workers and supervises them on a libevent
+ * loop until everything is reaped, then reports.  The state machine's
+ * decisions come from supervisor.c; this file only carries them out. */
+#ifndef SLOTRUN_RUNNER_H
+#define SLOTRUN_RUNNER_H
+
+#include <stdbool.h>
+
+#include "plan.h"
+#include "topology.h"
+
+struct runner_cfg {
+	const struct plan *plan;
+	struct topo *topo;               /* NULL: no binding */
+	const struct topo_slot *tslots;  /* plan->nslots entries, or NULL */
+	const char *exec_path;           /* wrap_rank, or the command with --no-wrap */
+	bool wrapped;
+	char *const *cmd;                /* the user's command */
+	char *const *base_env;
+	const bool *shown;               /* by local slot: echo to the console */
+	const char *log_dir;             /* or NULL */
+	const char *error_file;          /* or NULL */
+	double grace;
+};
+
+/* Returns slotrun's exit status (DESIGN.md, "Exit status"). */
+int runner_run(const struct runner_cfg *cfg);
+
+#endif

@@ -1,0 +1,182 @@
+#include "summary.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *sig_name(int sig, char *buf, size_t len)
+{
+	const char *abbrev = sigabbrev_np(sig);
+
+	if (abbrev)
+		snprintf(buf, len, "SIG%s", abbrev);
+	else
+		snprintf(buf, len, "signal %d", sig);
+	return buf;
+}
+
+/* Codes above 128 are 128+N for a death by signal N (wrap_rank reports
+ * it so, and slotrun maps its own children the same way). */
+static int code_signal(int code)
+{
+	return code > 128 && code < 128 + 65 ? code - 128 : 0;
+}
+
+void sum_describe_code(int code, char *buf, size_t len)
+{
+	char sn[32];
+
+	if (code < 0)
+		snprintf(buf, len, "never reaped");
+	else if (code_signal(code))
+		snprintf(buf, len, "exit %d (%s)", code, sig_name(code_signal(code), sn, sizeof(sn)));
+	else
+		snprintf(buf, len, "exit %d", code);
+}
+
+static void fmt_time(const struct timespec *t, char *buf, size_t len, bool iso)
+{
+	struct tm tm;
+	size_t n;
+
+	if (iso)
+		gmtime_r(&t->tv_sec, &tm);
+	else
+		localtime_r(&t->tv_sec, &tm);
+	n = strftime(buf, len, iso ? "%Y-%m-%dT%H:%M:%S" : "%H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%03ld%s", t->tv_nsec / 1000000, iso ? "Z" : "");
+}
+
+static const char *fate_text(const struct sum_worker *w)
+{
+	switch (w->fate) {
+	case SUP_W_RUNNING:
+		return "still running";
+	case SUP_W_EXITED:
+		return "exited on its own";
+	case SUP_W_STOPPED:
+		return "stopped by slotrun";
+	}
+	return "?";
+}
+
+void summary_print(FILE *f, const struct sum_job *j)
+{
+	char desc[64], when[32], sn[32];
+
+	if (j->root >= 0) {
+		const struct sum_worker *r = &j->w[j->root];
+		char **lines;
+		int n;
+
+		sum_describe_code(r->code, desc, sizeof(desc));
+		fmt_time(&r->when, when, sizeof(when), false);
+		fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d, pid %d) %s at %s, %.3f s after start%s%s\n",
+			r->rank, j->node_rank, r->local_rank, (int)r->pid, desc, when, r->after_start,
+			r->note ? ": " : "", r->note ? r->note : "");
+		n = r->tail ? out_tail_lines(r->tail, OUT_TAIL_LINES, &lines) : 0;
+		if (n > 0) {
+			fprintf(f, "slotrun: last %d line%s of rank %d's stderr:\n", n, n == 1 ? "" : "s", r->rank);
+			for (int i = 0; i < n; i++) {
+				fprintf(f, "slotrun: | %s\n", lines[i]);
+				free(lines[i]);
+			}
+		} else if (r->tail) {
+			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", r->rank);
+		}
+		if (r->tail)
+			free(lines);
+	} else if (j->stop_signal) {
+		fprintf(f, "slotrun: stopped by %s; workers were given the signal\n",
+			sig_name(j->stop_signal, sn, sizeof(sn)));
+	}
+	if (j->nworkers > (j->root >= 0 ? 1 : 0))
+		fprintf(f, "slotrun: %s:\n", j->root >= 0 ? "other ranks" : "ranks");
+	for (int i = 0; i < j->nworkers; i++) {
+		const struct sum_worker *w = &j->w[i];
+
+		if (i == j->root)
+			continue;
+		sum_describe_code(w->code, desc, sizeof(desc));
+		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
+			(int)w->pid, desc, fate_text(w));
+	}
+	fflush(f);
+}
+
+/* Lines are bytes, JSON strings are UTF-8: lines that are not valid UTF-8
+ * have their non-ASCII bytes replaced by '?'. */
+static json_t *line_json(const char *line)
+{
+	json_t *s = json_string(line);
+	char *copy;
+
+	if (s)
+		return s;
+	copy = strdup(line);
+	if (!copy)
+		return json_null();
+	for (char *p = copy; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	s = json_string(copy);
+	free(copy);
+	return s ? s : json_null();
+}
+
+static json_t *worker_json(const struct sum_worker *w)
+{
+	char when[40], sn[32];
+	int sig = code_signal(w->code);
+	json_t *o;
+
+	fmt_time(&w->when, when, sizeof(when), true);
+	o = json_pack("{s:i, s:i, s:i, s:i, s:s?, s:s, s:f, s:s}", "rank", w->rank, "local_rank",
+		      w->local_rank, "pid", (int)w->pid, "exit_code", w->code, "signal",
+		      sig ? sig_name(sig, sn, sizeof(sn)) : NULL, "time", when, "seconds_after_start",
+		      w->after_start, "fate",
+		      w->fate == SUP_W_RUNNING ? "running" :
+		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
+	if (o && w->note)
+		json_object_set_new(o, "note", json_string(w->note));
+	return o;
+}
+
+int summary_write_json(const char *path, const struct sum_job *j)
+{
+	json_t *root = json_object(), *ranks = json_array();
+	char sn[32];
+	int r = 0;
+
+	if (j->root >= 0) {
+		const struct sum_worker *w = &j->w[j->root];
+		json_t *rc = worker_json(w), *tail = json_array();
+		char **lines;
+		int n = w->tail ? out_tail_lines(w->tail, OUT_TAIL_LINES, &lines) : 0;
+
+		for (int i = 0; i < n; i++) {
+			json_array_append_new(tail, line_json(lines[i]));
+			free(lines[i]);
+		}
+		if (w->tail)
+			free(lines);
+		json_object_set_new(rc, "node_rank", json_integer(j->node_rank));
+		json_object_set_new(rc, "stderr_tail", tail);
+		json_object_set_new(root, "root_cause", rc);
+	} else {
+		json_object_set_new(root, "root_cause", json_null());
+	}
+	json_object_set_new(root, "stop_signal",
+			    j->stop_signal ? json_string(sig_name(j->stop_signal, sn, sizeof(sn))) : json_null());
+	json_object_set_new(root, "node_rank", json_integer(j->node_rank));
+	json_object_set_new(root, "exit_status", json_integer(j->exit_code));
+	for (int i = 0; i < j->nworkers; i++)
+		json_array_append_new(ranks, worker_json(&j->w[i]));
+	json_object_set_new(root, "ranks", ranks);
+	if (json_dump_file(root, path, JSON_INDENT(2)) < 0)
+		r = errno ? -errno : -EIO;
+	json_decref(root);
+	return r;
+}

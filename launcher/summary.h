@@ -1,0 +1,42 @@
+/* The report after a failure: the root cause (rank, node, local rank, pid,
+ * exit code or signal, time) with the last lines of its stderr, then every
+ * other rank's outcome; as text on stderr and as JSON for --error-file. */
+#ifndef SLOTRUN_SUMMARY_H
+#define SLOTRUN_SUMMARY_H
+
+#include <stdio.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "output.h"
+#include "supervisor.h"
+
+struct sum_worker {
+	int rank, local_rank;
+	pid_t pid;
+	int code;                  /* exit code or 128+N; -1 if never reaped */
+	enum sup_worker_fate fate;
+	struct timespec when;      /* CLOCK_REALTIME of the exit */
+	double after_start;        /* seconds from start to exit */
+	const struct out_tail *tail;
+	const char *note;          /* e.g. why it could not start, or NULL */
+};
+
+struct sum_job {
+	int node_rank;
+	int nworkers;
+	const struct sum_worker *w;
+	int root;                  /* index of the root cause, or -1 */
+	int stop_signal;           /* signal that stopped slotrun, or 0 */
+	int exit_code;
+};
+
+/* "exit 1", "exit 137 (SIGKILL)" */
+void sum_describe_code(int code, char *buf, size_t len);
+
+void summary_print(FILE *f, const struct sum_job *j);
+
+/* Returns 0 or a negative errno (the path could not be written). */
+int summary_write_json(const char *path, const struct sum_job *j);
+
+#endif

@@ -1,0 +1,139 @@
+#include "supervisor.h"
+
+#include <signal.h>
+#include <stddef.h>
+
+void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code)
+{
+	*s = (struct sup){
+		.state = SUP_RUNNING,
+		.nworkers = nworkers,
+		.live = nworkers,
+		.root_cause = -1,
+		.fate = fate,
+		.code = code,
+	};
+	for (int i = 0; i < nworkers; i++) {
+		fate[i] = SUP_W_RUNNING;
+		code[i] = -1;
+	}
+}
+
+/* Entered when the last worker is reaped: whatever is left is a stray and
+ * gets the signal the job is at (nothing yet on a clean finish: TERM). */
+static struct sup_actions enter_sweep(struct sup *s, struct sup_actions a)
+{
+	bool was_running = s->state == SUP_RUNNING;
+
+	s->state = SUP_SWEEP;
+	s->stray_signal = s->escalated ? SIGKILL : SIGTERM;
+	a.signal_strays = s->stray_signal;
+	a.check_strays = true;
+	if (was_running)
+		a.arm_timer = true; /* a clean finish starts the strays' grace now */
+	return a;
+}
+
+static struct sup_actions escalate(struct sup *s, struct sup_actions a)
+{
+	s->escalated = true;
+	if (s->state == SUP_SWEEP) {
+		s->stray_signal = SIGKILL;
+		a.signal_strays = SIGKILL;
+		a.check_strays = true;
+		return a;
+	}
+	s->state = SUP_KILLING;
+	a.signal_workers = SIGKILL;
+	a.signal_strays = SIGKILL;
+	return a;
+}
+
+static struct sup_actions on_exit(struct sup *s, int w, int code)
+{
+	struct sup_actions a = { 0 };
+
+	if (w < 0 || w >= s->nworkers || s->fate[w] != SUP_W_RUNNING)
+		return a;
+	s->code[w] = code;
+	s->fate[w] = s->state == SUP_RUNNING ? SUP_W_EXITED : SUP_W_STOPPED;
+	s->live--;
+	if (s->state == SUP_RUNNING && code != 0) {
+		s->root_cause = w;
+		s->state = SUP_STOPPING;
+		a.signal_workers = SIGTERM;
+		a.arm_timer = true;
+	}
+	if (s->live == 0)
+		a = enter_sweep(s, a);
+	return a;
+}
+
+static struct sup_actions on_signal(struct sup *s, int sig)
+{
+	struct sup_actions a = { 0 };
+	bool stops = sig == SIGTERM || sig == SIGINT;
+
+	switch (s->state) {
+	case SUP_RUNNING:
+		a.signal_workers = sig;
+		if (stops) {
+			s->stop_signal = sig;
+			s->state = SUP_STOPPING;
+			a.arm_timer = true;
+		}
+		return a;
+	case SUP_STOPPING:
+		if (sig == SIGINT)
+			return escalate(s, a);
+		a.signal_workers = sig;
+		return a;
+	case SUP_SWEEP:
+		if (sig == SIGINT && !s->escalated)
+			return escalate(s, a);
+		return a;
+	default:
+		return a;
+	}
+}
+
+struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
+{
+	struct sup_actions none = { 0 };
+
+	switch (ev->type) {
+	case SUP_EV_EXIT:
+		return on_exit(s, ev->worker, ev->code);
+	case SUP_EV_SIGNAL:
+		return on_signal(s, ev->sig);
+	case SUP_EV_TIMER:
+		if ((s->state == SUP_STOPPING || s->state == SUP_SWEEP) && !s->escalated)
+			return escalate(s, none);
+		return none;
+	case SUP_EV_STRAYS_GONE:
+		if (s->state != SUP_SWEEP)
+			return none;
+		s->state = SUP_DONE;
+		none.done = true;
+		return none;
+	}
+	return none;
+}
+
+int sup_exit_code(const struct sup *s)
+{
+	if (s->root_cause >= 0)
+		return s->code[s->root_cause];
+	if (s->stop_signal)
+		return 128 + s->stop_signal;
+	for (int i = 0; i < s->nworkers; i++)
+		if (s->code[i] != 0)
+			return s->code[i] < 0 ? 1 : s->code[i];
+	return 0;
+}
+
+const char *sup_state_name(enum sup_state st)
+{
+	static const char *const names[] = { "running", "stopping", "killing", "sweep", "done" };
+	return st <= SUP_DONE ? names[st] : "?";
+}

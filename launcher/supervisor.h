@@ -1,0 +1,73 @@
+/* The supervisor's state machine: pure, no I/O.  The runner feeds it events
+ * (a worker exited, a signal arrived, the grace timer fired, no stray
+ * descendants are left) and carries out the actions it returns.
+ *
+ *   RUNNING --first failure / SIGTERM / SIGINT--> STOPPING (TERM to workers, grace armed)
+ *   STOPPING --grace expired / second SIGINT--> KILLING (KILL to workers and strays)
+ *   any --last worker reaped--> SWEEP (strays: TERM, or KILL once escalated)
+ *   SWEEP --grace expired / SIGINT--> KILL to strays
+ *   SWEEP --no descendant left--> DONE
+ *
+ * "Strays" are descendants outside the workers' process groups, e.g. a
+ * grandchild that escaped with setsid; slotrun is their subreaper. */
+#ifndef SLOTRUN_SUPERVISOR_H
+#define SLOTRUN_SUPERVISOR_H
+
+#include <stdbool.h>
+
+enum sup_state { SUP_RUNNING, SUP_STOPPING, SUP_KILLING, SUP_SWEEP, SUP_DONE };
+
+enum sup_event_type {
+	SUP_EV_EXIT,         /* worker `worker` exited with `code` (exit code, or 128+N) */
+	SUP_EV_SIGNAL,       /* slotrun received `sig` */
+	SUP_EV_TIMER,        /* the grace period armed by an action ran out */
+	SUP_EV_STRAYS_GONE,  /* in SWEEP: slotrun has no child process left */
+};
+
+struct sup_event {
+	enum sup_event_type type;
+	int worker;
+	int code;
+	int sig;
+};
+
+/* What the runner must do, in this order. */
+struct sup_actions {
+	int signal_workers;  /* 0, or a signal for every live worker's process group */
+	int signal_strays;   /* 0, or a signal for every other descendant */
+	bool arm_timer;      /* (re)start the grace timer */
+	bool check_strays;   /* see whether any descendant is left (feed STRAYS_GONE if not) */
+	bool done;           /* exit with sup_exit_code() */
+};
+
+enum sup_worker_fate {
+	SUP_W_RUNNING,
+	SUP_W_EXITED,        /* on its own, before any stop */
+	SUP_W_STOPPED,       /* exited after slotrun began stopping the job */
+};
+
+struct sup {
+	enum sup_state state;
+	int nworkers;
+	int live;
+	int root_cause;      /* worker index of the first failure, or -1 */
+	int stop_signal;     /* TERM/INT that told slotrun to stop, or 0 */
+	int stray_signal;    /* last signal sent to strays (TERM, then KILL) */
+	bool escalated;      /* KILL sent */
+	enum sup_worker_fate *fate;
+	int *code;
+};
+
+/* fate and code: caller-owned arrays of nworkers entries. */
+void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code);
+
+/* The one transition function. */
+struct sup_actions sup_step(struct sup *s, const struct sup_event *ev);
+
+/* 0 when every worker exited 0; else the root cause's code; else 128+N for
+ * the signal that stopped slotrun. */
+int sup_exit_code(const struct sup *s);
+
+const char *sup_state_name(enum sup_state st);
+
+#endif

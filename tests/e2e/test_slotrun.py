@@ -1,0 +1,434 @@
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from harness import Proc, Skip, binary, case, pid_alive, run, run_cmd, wait_for
+
+SR = binary("slotrun")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+SIG_CHILD = os.path.join(HERE, "sig_child.py")
+# Keep the tests independent of the machine's scheduler environment.
+SCRUB = [k for k in os.environ if k.startswith(("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_"))] + \
+        ["RANK", "WORLD_SIZE", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
+BASE_ENV = {"SLOTRUN_DET_INFO_DIR": "/nonexistent"}
+
+
+def env_for(extra=None):
+    e = {k: v for k, v in os.environ.items() if k not in SCRUB}
+    e.update(BASE_ENV)
+    e.update(extra or {})
+    return e
+
+
+def slotrun(*args, env=None, timeout=30):
+    p = subprocess.Popen([SR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, env=env_for(env))
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"slotrun did not finish in {timeout}s: {err[-2000:]!r}")
+    return p.returncode, out, err
+
+
+def _start(args, env):
+    p = Proc.__new__(Proc)
+    p.p = subprocess.Popen([SR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           stdin=subprocess.DEVNULL, env=env_for(env))
+    p.out = b""
+    p.err = b""
+    return p
+
+
+def lines_of(out, rank):
+    pre = b"[rank=%d] " % rank
+    return [l[len(pre):] for l in out.split(b"\n") if l.startswith(pre)]
+
+
+@case
+def all_succeed_with_the_worker_environment():
+    code, out, err = slotrun("--slots", "3", "--", "sh", "-c",
+                             "echo RANK=$RANK WORLD_SIZE=$WORLD_SIZE LOCAL_RANK=$LOCAL_RANK "
+                             "LOCAL_WORLD_SIZE=$LOCAL_WORLD_SIZE LOCAL_SIZE=$LOCAL_SIZE GROUP_RANK=$GROUP_RANK "
+                             "NODE_RANK=$NODE_RANK GROUP_WORLD_SIZE=$GROUP_WORLD_SIZE CROSS_RANK=$CROSS_RANK "
+                             "CROSS_SIZE=$CROSS_SIZE MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT "
+                             "DET_CHIEF_IP=$DET_CHIEF_IP SECRET=$SLOTRUN_JOB_SECRET")
+    assert code == 0, err
+    secrets = set()
+    for r in range(3):
+        (line,) = lines_of(out, r)
+        kv = dict(x.split(b"=", 1) for x in line.split())
+        assert kv[b"RANK"] == b"%d" % r and kv[b"LOCAL_RANK"] == b"%d" % r, line
+        assert kv[b"WORLD_SIZE"] == b"3" and kv[b"LOCAL_WORLD_SIZE"] == b"3" and kv[b"LOCAL_SIZE"] == b"3"
+        assert kv[b"GROUP_RANK"] == kv[b"NODE_RANK"] == kv[b"CROSS_RANK"] == b"0"
+        assert kv[b"GROUP_WORLD_SIZE"] == kv[b"CROSS_SIZE"] == b"1"
+        assert kv[b"MASTER_ADDR"] == kv[b"DET_CHIEF_IP"] == b"127.0.0.1"
+        assert kv[b"MASTER_PORT"] == b"29400"
+        assert len(kv[b"SECRET"]) >= 16
+        secrets.add(kv[b"SECRET"])
+    assert len(secrets) == 1, "one secret per job"
+    assert err == b"", err
+
+
+@case
+def first_failure_code_returned_and_siblings_stopped():
+    t0 = time.monotonic()
+    code, out, err = slotrun("--slots", "4", "--", "sh", "-c",
+                             'echo pid $$; if [ "$RANK" = 2 ]; then echo boom >&2; exit 5; fi; exec sleep 60')
+    assert code == 5, (code, err)
+    assert time.monotonic() - t0 < 20, "siblings were not stopped"
+    pids = [int(m) for m in re.findall(rb"\] pid (\d+)", out)]
+    assert len(pids) == 4, out
+    assert not any(pid_alive(p) for p in pids)
+    assert b"rank 2 (node 0, local rank 2" in err and b"exit 5" in err, err
+    assert b"slotrun: | [rank=2] boom" in err, err
+    assert err.count(b"stopped by slotrun") == 3, err
+
+
+@case
+def death_by_signal_is_128_plus_n():
+    code, _, err = slotrun("--slots", "2", "--", "sh", "-c",
+                           '[ "$RANK" = 1 ] && kill -SEGV $$; exec sleep 60')
+    assert code == 139, (code, err)
+    assert b"SIGSEGV" in err, err
+
+
+@case
+def missing_command_is_127_said_once_nothing_started():
+    code, out, err = slotrun("--slots", "4", "--", "no-such-command-xyz", "arg")
+    assert code == 127, code
+    assert out == b""
+    assert err.count(b"no-such-command-xyz") == 1 and err.count(b"\n") == 1, err
+
+
+@case
+def not_executable_is_126():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "job.sh")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\necho hi\n")
+        code, _, err = slotrun("--slots", "2", "--", path)
+        assert code == 126, code
+        assert err.count(b"\n") == 1 and b"job.sh" in err, err
+    finally:
+        shutil.rmtree(d)
+
+
+def ready_workers(n, sigspec, *extra):
+    p = _start(["--slots", str(n), *extra, "--", PY, SIG_CHILD, *sigspec], None)
+    p.wait_output(lambda s: all(b"[rank=%d] ready\n" % r in s.out for r in range(n)), 20, "all ready")
+    return p
+
+
+@case
+def sigterm_reaches_every_worker_last_words_kept_exit_143():
+    p = ready_workers(3, ["SIGTERM=0"])
+    p.signal(signal.SIGTERM)
+    code = p.finish(20)
+    assert code == 143, (code, p.err)
+    for r in range(3):
+        assert b"[rank=%d] got SIGTERM\n" % r in p.out, p.out
+        assert b"[rank=%d] last words on stderr after SIGTERM\n" % r in p.err, p.err
+    assert b"stopped by SIGTERM" in p.err, p.err
+
+
+@case
+def sigusr1_reaches_every_worker():
+    p = ready_workers(3, ["SIGUSR1=0"])
+    p.signal(signal.SIGUSR1)
+    code = p.finish(20)
+    assert code == 0, (code, p.err)
+    for r in range(3):
+        assert b"[rank=%d] got SIGUSR1\n" % r in p.out, p.out
+        assert b"[rank=%d] last words on stderr after SIGUSR1\n" % r in p.err, p.err
+
+
+@case
+def second_sigint_escalates_at_once():
+    # Workers shrug SIGINT off; the grace is long, so only escalation ends it.
+    # The second SIGINT goes only once the first has visibly arrived: two
+    # pending signals of one kind merge into one.
+    p = ready_workers(2, [], "--grace", "60")
+    p.signal(signal.SIGINT)
+    p.wait_output(lambda s: s.out.count(b"got SIGINT") == 2, 20, "the first SIGINT forwarded")
+    p.signal(signal.SIGINT)
+    code = p.finish(10)
+    assert code == 130, (code, p.err)
+
+
+@case
+def grace_expiry_kills_workers_that_ignore_sigterm():
+    t0 = time.monotonic()
+    code, out, err = slotrun("--slots", "3", "--grace", "0.5", "--", "sh", "-c",
+                             "trap '' TERM; echo ready; if [ $RANK = 0 ]; then exit 4; fi; exec sleep 60")
+    assert code == 4, (code, err)
+    assert time.monotonic() - t0 < 20
+    assert err.count(b"SIGKILL") >= 1, err
+
+
+@case
+def setsid_grandchild_ignoring_sigterm_is_gone_when_slotrun_exits():
+    d = tempfile.mkdtemp()
+    try:
+        pidfile = os.path.join(d, "stray")
+        script = (f"setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+                  f"while [ ! -s {pidfile} ]; do sleep 0.01; done; exit 1")
+        code, _, err = slotrun("--slots", "1", "--grace", "0.5", "--", "sh", "-c", script)
+        assert code == 1, (code, err)
+        stray = int(open(pidfile).read())
+        assert not pid_alive(stray), "the escaped grandchild outlived slotrun"
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def leftover_daemon_after_success_is_stopped():
+    d = tempfile.mkdtemp()
+    try:
+        pidfile = os.path.join(d, "daemon")
+        script = (f"setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' </dev/null >/dev/null 2>&1 & "
+                  f"while [ ! -s {pidfile} ]; do sleep 0.01; done; exit 0")
+        code, _, err = slotrun("--slots", "1", "--", "sh", "-c", script)
+        assert code == 0, (code, err)
+        assert not pid_alive(int(open(pidfile).read()))
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def slotrun_sigkilled_workers_gone_within_a_second():
+    p = _start(["--slots", "3", "--", "sh", "-c", "echo pid $$; exec sleep 60"], None)
+    p.wait_output(lambda s: s.out.count(b"pid ") == 3, 20, "pids")
+    pids = [int(m) for m in re.findall(rb"\] pid (\d+)", p.out)]
+    os.kill(p.pid, signal.SIGKILL)
+    p.p.wait(5)
+    wait_for(lambda: not any(pid_alive(x) for x in pids), 1.0, "workers to die with slotrun")
+
+
+@case
+def as_pid1_adopted_zombies_are_reaped():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        raise Skip("needs root and unshare for a PID namespace")
+    code, out, err = run_cmd(["unshare", "--pid", "--fork", "--mount-proc", SR, "--slots", "2", "--",
+                              PY, os.path.join(HERE, "orphan_reaped.py")], env=env_for(), timeout=30)
+    if code != 0 and b"unshare:" in err:
+        raise Skip(f"PID namespaces unavailable: {err.strip().decode(errors='replace')}")
+    assert code == 0, (out, err)
+    assert out.count(b"orphan reaped by pid 1: slotrun") == 2, out
+
+
+@case
+def as_pid1_sigterm_stops_the_job():
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        raise Skip("needs root and unshare for a PID namespace")
+    p = Proc(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", SR, "--slots", "2", "--",
+              PY, SIG_CHILD, "SIGTERM=0"], env=env_for())
+    p.wait_output(lambda s: s.out.count(b"ready") == 2, 20, "ready")
+    # slotrun is unshare's child; signal it directly (PID 1 inside).
+    kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
+    os.kill(int(kids[0]), signal.SIGTERM)
+    code = p.finish(20)
+    assert code == 143, (code, p.err)
+    assert p.out.count(b"got SIGTERM") == 2
+
+
+@case
+def no_line_lost_when_one_fails():
+    d = tempfile.mkdtemp()
+    try:
+        # Every rank prints 1000 lines; rank 1 fails only once the others
+        # have printed theirs (a barrier on files), so all 4000 must arrive.
+        script = (f"i=0; while [ $i -lt 1000 ]; do echo \"line $i of $RANK\"; i=$((i+1)); done; "
+                  f"touch {d}/done.$RANK; "
+                  f"if [ $RANK = 1 ]; then while [ $(ls {d} | wc -l) -lt 4 ]; do sleep 0.01; done; exit 1; fi; "
+                  f"exec sleep 60")
+        code, out, err = slotrun("--slots", "4", "--", "sh", "-c", script)
+        assert code == 1, (code, err)
+        for r in range(4):
+            assert lines_of(out, r) == [b"line %d of %d" % (i, r) for i in range(1000)], r
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def bad_flags_exit_2_and_start_nothing():
+    d = tempfile.mkdtemp()
+    try:
+        marker = os.path.join(d, "ran")
+        cmd = ["--", "sh", "-c", f"touch {marker}"]
+        bad = [["--bogus"], ["--slots"], ["--slots", "0"], ["--slots", "x"], ["--slots", "-1"],
+               ["--slots", "99999999"], ["--grace", "-1"], ["--grace", "soon"], ["--bind", "sideways"],
+               ["--ranks-filter", "7"], ["--ranks-filter", "1-"], ["--master-port", "70000"],
+               ["--master-port", "0"], ["--nnodes", "2"], ["--nnodes", "2", "--addrs", "a"],
+               ["--node-rank", "1"], ["--iface", "nosuchif0"], ["--log-dir", ""]]
+        for args in bad:
+            code, out, err = slotrun(*args, *cmd)
+            assert code == 2, (args, code, err)
+            assert err.startswith(b"slotrun: ") and len(err.strip().split(b"\n")) <= 2, (args, err)
+            assert not os.path.exists(marker), f"{args} started the command"
+        code, _, err = slotrun()
+        assert code == 2 and b"missing COMMAND" in err, err
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def bad_clusterinfo_exits_2_naming_the_source():
+    d = tempfile.mkdtemp()
+    try:
+        with open(os.path.join(d, "rendezvous.json"), "w") as f:
+            f.write('{"container_addrs": ["10.0.0.1"], "container_rank": ')
+        cases = [
+            ({"SLOTRUN_DET_INFO_DIR": d}, b"rendezvous.json"),
+            ({"SLURM_JOB_NODELIST": "gpu[01-", "SLURM_NODEID": "0"}, b"SLURM_JOB_NODELIST"),
+            ({"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_NODEID": "5"}, b"SLURM_NODEID"),
+            ({"SLOTRUN_SLOTS": "many"}, b"SLOTRUN_SLOTS"),
+            ({"SLOTRUN_NNODES": "2", "SLOTRUN_ADDRS": "a,b,c"}, b"SLOTRUN_"),
+            ({"DET_SLOT_IDS": "[0,x]"}, b"DET_SLOT_IDS"),
+            ({"C10D_PORT": "99999"}, b"C10D_PORT"),
+        ]
+        for env, name in cases:
+            code, out, err = slotrun("--", "true", env=env)
+            assert code == 2, (env, code, err)
+            assert name in err and err.count(b"\n") == 1, (env, err)
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def dry_run_prints_the_plan():
+    code, out, err = slotrun("--slots", "2", "--dry-run", "--", "true")
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["rank"] for r in rows] == [0, 1]
+    for i, r in enumerate(rows):
+        assert r["local_rank"] == i and r["node_rank"] == 0
+        assert "gpu" in r and "cpus" in r and "numa" in r
+        assert r["env"]["RANK"] == str(i) and r["env"]["WORLD_SIZE"] == "2"
+        assert r["env"]["SLOTRUN_JOB_SECRET"] == "<secret>"
+
+
+@case
+def dry_run_multi_node_from_flags():
+    code, out, err = slotrun("--nnodes", "2", "--node-rank", "1", "--addrs", "127.0.0.1,127.0.0.2",
+                             "--slots", "3", "--master-port", "4242", "--dry-run", "--", "true")
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["rank"] for r in rows] == [3, 4, 5]
+    assert all(r["node_rank"] == 1 for r in rows)
+    e = rows[0]["env"]
+    assert e["MASTER_ADDR"] == "127.0.0.1" and e["MASTER_PORT"] == "4242" and e["WORLD_SIZE"] == "6"
+    assert e["GROUP_WORLD_SIZE"] == "2" and e["NODE_RANK"] == "1"
+    assert e["NCCL_SOCKET_IFNAME"] == "lo" and e["GLOO_SOCKET_IFNAME"] == "lo", e
+
+
+@case
+def user_interface_variables_are_left_alone():
+    code, out, err = slotrun("--nnodes", "2", "--node-rank", "0", "--addrs", "127.0.0.1,127.0.0.2",
+                             "--dry-run", env={"NCCL_SOCKET_IFNAME": "eth9"})
+    assert code == 0, err
+    e = json.loads(out.decode().splitlines()[0])["env"]
+    assert "NCCL_SOCKET_IFNAME" not in e and e["GLOO_SOCKET_IFNAME"] == "lo", e
+
+
+@case
+def dry_run_from_determined_info_files():
+    d = tempfile.mkdtemp()
+    try:
+        with open(os.path.join(d, "rendezvous.json"), "w") as f:
+            json.dump({"container_addrs": ["127.0.0.1", "127.0.0.3"], "container_rank": 1,
+                       "container_slot_counts": [2, 3]}, f)
+        code, out, err = slotrun("--dry-run", "--bind", "none", env={"SLOTRUN_DET_INFO_DIR": d,
+                                                  "DET_SLOT_IDS": "[0,1,2]", "C10D_PORT": "5555",
+                                                  "DET_INTER_NODE_NETWORK_INTERFACE": "lo"})
+        assert code == 0, err
+        rows = [json.loads(l) for l in out.decode().splitlines()]
+        assert [r["rank"] for r in rows] == [2, 3, 4], rows
+        assert [r["gpu"] for r in rows] == ["0", "1", "2"], rows
+        assert rows[0]["env"]["MASTER_PORT"] == "5555" and rows[0]["env"]["WORLD_SIZE"] == "5"
+        assert rows[0]["env"]["NCCL_SOCKET_IFNAME"] == "lo"
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def dry_run_from_slurm():
+    code, out, err = slotrun("--dry-run", "--iface", "lo", "--slots", "2",
+                             env={"SLURM_JOB_NODELIST": "node[07-09]", "SLURM_NODEID": "2",
+                                  "SLURM_NNODES": "3"})
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["rank"] for r in rows] == [4, 5]
+    assert rows[0]["env"]["MASTER_ADDR"] == "node07"
+
+
+@case
+def log_dir_and_ranks_filter():
+    d = tempfile.mkdtemp()
+    try:
+        logs = os.path.join(d, "logs", "run1")
+        code, out, err = slotrun("--slots", "3", "--log-dir", logs, "--ranks-filter", "1", "--",
+                                 "sh", "-c", "echo out $RANK; echo err $RANK >&2")
+        assert code == 0, err
+        assert out == b"[rank=1] out 1\n", out
+        assert err == b"[rank=1] err 1\n", err
+        for r in range(3):
+            assert open(os.path.join(logs, f"rank-{r}.stdout"), "rb").read() == b"[rank=%d] out %d\n" % (r, r)
+            assert open(os.path.join(logs, f"rank-{r}.stderr"), "rb").read() == b"[rank=%d] err %d\n" % (r, r)
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def error_file_has_the_root_cause():
+    d = tempfile.mkdtemp()
+    try:
+        path = os.path.join(d, "error.json")
+        code, _, err = slotrun("--slots", "3", "--error-file", path, "--", "sh", "-c",
+                               '[ $RANK = 2 ] && { echo "bad \xff thing" >&2; exit 9; }; exec sleep 60')
+        assert code == 9, err
+        doc = json.load(open(path))
+        rc = doc["root_cause"]
+        assert rc["rank"] == 2 and rc["exit_code"] == 9 and rc["node_rank"] == 0
+        assert any("bad" in l for l in rc["stderr_tail"]), rc
+        assert doc["exit_status"] == 9 and len(doc["ranks"]) == 3
+        assert sorted(r["fate"] for r in doc["ranks"]) == ["exited", "stopped", "stopped"]
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def no_wrap_runs_the_command_directly():
+    code, out, err = slotrun("--slots", "2", "--no-wrap", "--", "sh", "-c", "echo plain $RANK; exit 0")
+    assert code == 0, err
+    assert sorted(out.splitlines()) == [b"plain 0", b"plain 1"], out
+    code, _, err = slotrun("--slots", "2", "--no-wrap", "--", "sh", "-c", "[ $RANK = 1 ] && kill -TERM $$; exec sleep 60")
+    assert code == 143, (code, err)
+
+
+@case
+def env_variables_behind_flags():
+    code, out, err = slotrun("--", "sh", "-c", "echo $RANK", env={"SLOTRUN_SLOTS": "2", "SLOTRUN_NO_WRAP": "1"})
+    assert code == 0 and sorted(out.split()) == [b"0", b"1"], (out, err)
+    code, out, err = slotrun("--slots", "1", "--", "true", env={"SLOTRUN_DRY_RUN": "1"})
+    assert code == 0 and json.loads(out)["rank"] == 0
+
+
+@case
+def help_and_version():
+    code, out, _ = slotrun("--help")
+    assert code == 0 and b"Usage: slotrun" in out and b"--ranks-filter" in out
+    code, out, _ = slotrun("--version")
+    assert code == 0 and out.startswith(b"slotrun ")
+
+
+run()

@@ -1,0 +1,124 @@
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output.h"
+
+static int tail_of(struct out_tail *t, char ***lines)
+{
+	return out_tail_lines(t, OUT_TAIL_LINES, lines);
+}
+
+static void free_lines(char **lines, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+}
+
+Test(output, tail_keeps_the_last_twenty_lines)
+{
+	struct out_tail *t = calloc(1, sizeof(*t));
+	char line[64], **lines;
+	int n;
+
+	for (int i = 0; i < 100; i++) {
+		int l = snprintf(line, sizeof(line), "line %d\n", i);
+		out_tail_append(t, line, (size_t)l);
+	}
+	n = tail_of(t, &lines);
+	cr_assert_eq(n, 20);
+	cr_assert_str_eq(lines[0], "line 80");
+	cr_assert_str_eq(lines[19], "line 99");
+	free_lines(lines, n);
+	free(t);
+}
+
+Test(output, tail_drops_an_unfinished_last_line_and_a_cut_first_line)
+{
+	struct out_tail *t = calloc(1, sizeof(*t));
+	char *big = malloc(OUT_TAIL_BYTES), **lines;
+	int n;
+
+	memset(big, 'x', OUT_TAIL_BYTES);
+	out_tail_append(t, big, OUT_TAIL_BYTES); /* the ring wraps below: this line is cut */
+	out_tail_append(t, "\nab\ncd\nef", 9);
+	n = tail_of(t, &lines);
+	cr_assert_eq(n, 2, "the x-run was cut by the ring and 'ef' is unfinished: got %d", n);
+	cr_assert_str_eq(lines[0], "ab");
+	cr_assert_str_eq(lines[1], "cd");
+	free_lines(lines, n);
+	free(big);
+	free(t);
+}
+
+Test(output, tail_of_nothing_is_empty)
+{
+	struct out_tail t = { 0 };
+	char **lines;
+
+	cr_assert_eq(tail_of(&t, &lines), 0);
+	free(lines);
+}
+
+Test(output, ranks_filter_parses_lists_and_ranges)
+{
+	bool *shown;
+	char err[256];
+
+	cr_assert_eq(out_parse_ranks("0,2-3,5", 6, &shown, err, sizeof(err)), 0);
+	bool want[6] = { 1, 0, 1, 1, 0, 1 };
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(shown[i], want[i], "rank %d", i);
+	free(shown);
+}
+
+Test(output, ranks_filter_rejects_bad_specs)
+{
+	const char *bad[] = { "", ",", "1,", "a", "1-", "-1", "3-1", "6", "0-9", "1 2", "1,,2" };
+	bool *shown;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(out_parse_ranks(bad[i], 6, &shown, err, sizeof(err)), -EINVAL, "'%s'", bad[i]);
+		cr_assert_null(shown);
+		cr_assert(strstr(err, "--ranks-filter"), "%s", err);
+	}
+}
+
+Test(output, stream_passes_whole_lines_to_console_file_and_tail)
+{
+	int in[2], con[2];
+	char path[] = "/tmp/slotrun-test-out-XXXXXX", buf[256], **lines;
+	int file = mkstemp(path), n;
+	struct out_stream *s = calloc(1, sizeof(*s));
+	struct out_tail *t = calloc(1, sizeof(*t));
+	ssize_t got;
+
+	cr_assert(pipe2(in, O_NONBLOCK) == 0 && pipe(con) == 0 && file >= 0);
+	out_stream_init(s, in[0], con[1], file, t);
+	cr_assert_eq(write(in[1], "a\nb", 3), 3);
+	cr_assert_eq(out_stream_pump(s), OUT_PUMP_EMPTY);
+	got = read(con[0], buf, sizeof(buf));
+	cr_assert_eq(got, 2, "only the finished line goes out");
+	close(in[1]);
+	cr_assert_eq(out_stream_pump(s), OUT_PUMP_CLOSED);
+	got = read(con[0], buf, sizeof(buf));
+	cr_assert_eq(got, 2);
+	cr_assert(memcmp(buf, "b\n", 2) == 0, "the unfinished line is ended at EOF");
+	file = open(path, O_RDONLY | O_CLOEXEC); /* the stream closed its own at EOF */
+	cr_assert_eq(read(file, buf, sizeof(buf)), 4);
+	close(file);
+	n = tail_of(t, &lines);
+	cr_assert_eq(n, 2);
+	free_lines(lines, n);
+	unlink(path);
+	close(con[0]);
+	close(con[1]);
+	free(s);
+	free(t);
+}

@@ -1,0 +1,186 @@
+#include <criterion/criterion.h>
+#include <signal.h>
+
+#include "supervisor.h"
+
+#define N 4
+static struct sup s;
+static enum sup_worker_fate fate[N];
+static int code[N];
+
+static void setup(void)
+{
+	sup_init(&s, N, fate, code);
+}
+
+static struct sup_actions ev_exit(int w, int c)
+{
+	struct sup_event e = { .type = SUP_EV_EXIT, .worker = w, .code = c };
+	return sup_step(&s, &e);
+}
+
+static struct sup_actions ev_sig(int sig)
+{
+	struct sup_event e = { .type = SUP_EV_SIGNAL, .sig = sig };
+	return sup_step(&s, &e);
+}
+
+static struct sup_actions ev(enum sup_event_type t)
+{
+	struct sup_event e = { .type = t };
+	return sup_step(&s, &e);
+}
+
+TestSuite(supervisor, .init = setup);
+
+Test(supervisor, all_succeed_then_sweep_then_done)
+{
+	struct sup_actions a;
+
+	for (int i = 0; i < N - 1; i++) {
+		a = ev_exit(i, 0);
+		cr_assert_eq(a.signal_workers, 0);
+		cr_assert_eq(s.state, SUP_RUNNING);
+	}
+	a = ev_exit(N - 1, 0);
+	cr_assert_eq(s.state, SUP_SWEEP);
+	cr_assert(a.check_strays);
+	cr_assert_eq(a.signal_strays, SIGTERM);
+	cr_assert(a.arm_timer, "leftover strays get the grace period");
+	a = ev(SUP_EV_STRAYS_GONE);
+	cr_assert(a.done);
+	cr_assert_eq(sup_exit_code(&s), 0);
+}
+
+Test(supervisor, first_failure_stops_the_rest_with_its_code)
+{
+	struct sup_actions a;
+
+	ev_exit(0, 0);
+	a = ev_exit(2, 3);
+	cr_assert_eq(s.state, SUP_STOPPING);
+	cr_assert_eq(a.signal_workers, SIGTERM);
+	cr_assert(a.arm_timer);
+	cr_assert_eq(s.root_cause, 2);
+	/* later failures are consequences, not causes */
+	a = ev_exit(1, 143);
+	cr_assert_eq(a.signal_workers, 0);
+	cr_assert_eq(fate[1], SUP_W_STOPPED);
+	cr_assert_eq(fate[0], SUP_W_EXITED);
+	a = ev_exit(3, 137);
+	cr_assert_eq(s.state, SUP_SWEEP);
+	cr_assert(!a.arm_timer, "the stop's grace keeps running");
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 3);
+}
+
+Test(supervisor, grace_expiry_escalates_to_kill)
+{
+	struct sup_actions a;
+
+	ev_exit(1, 1);
+	a = ev(SUP_EV_TIMER);
+	cr_assert_eq(s.state, SUP_KILLING);
+	cr_assert_eq(a.signal_workers, SIGKILL);
+	cr_assert_eq(a.signal_strays, SIGKILL);
+	ev_exit(0, 137);
+	ev_exit(2, 137);
+	a = ev_exit(3, 137);
+	cr_assert_eq(s.state, SUP_SWEEP);
+	cr_assert_eq(a.signal_strays, SIGKILL);
+	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
+	cr_assert_eq(sup_exit_code(&s), 1);
+}
+
+Test(supervisor, sigterm_forwards_and_exits_143)
+{
+	struct sup_actions a = ev_sig(SIGTERM);
+
+	cr_assert_eq(a.signal_workers, SIGTERM);
+	cr_assert(a.arm_timer);
+	cr_assert_eq(s.state, SUP_STOPPING);
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 0);
+	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
+	cr_assert_eq(sup_exit_code(&s), 143, "told to stop: 128+SIGTERM even if workers exit 0");
+}
+
+Test(supervisor, second_sigint_escalates_at_once)
+{
+	struct sup_actions a = ev_sig(SIGINT);
+
+	cr_assert_eq(a.signal_workers, SIGINT);
+	a = ev_sig(SIGINT);
+	cr_assert_eq(a.signal_workers, SIGKILL);
+	cr_assert_eq(s.state, SUP_KILLING);
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 130);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 130);
+}
+
+Test(supervisor, preemption_signals_only_forwarded)
+{
+	int sigs[] = { SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT };
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sup_actions a = ev_sig(sigs[i]);
+		cr_assert_eq(a.signal_workers, sigs[i]);
+		cr_assert(!a.arm_timer);
+		cr_assert_eq(s.state, SUP_RUNNING);
+	}
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 0);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 0);
+}
+
+Test(supervisor, failure_before_sigterm_keeps_root_cause)
+{
+	ev_exit(3, 2);
+	ev_sig(SIGTERM);
+	for (int i = 0; i < 3; i++)
+		ev_exit(i, 143);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 2);
+}
+
+Test(supervisor, strays_escalate_after_grace_in_sweep)
+{
+	struct sup_actions a;
+
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 0);
+	a = ev(SUP_EV_TIMER);
+	cr_assert_eq(a.signal_strays, SIGKILL);
+	cr_assert(a.check_strays);
+	a = ev(SUP_EV_TIMER);
+	cr_assert_eq(a.signal_strays, 0, "already escalated");
+	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
+}
+
+Test(supervisor, duplicate_and_unknown_exits_ignored)
+{
+	ev_exit(0, 0);
+	ev_exit(0, 1);
+	ev_exit(-1, 1);
+	ev_exit(N, 1);
+	cr_assert_eq(s.live, N - 1);
+	cr_assert_eq(s.state, SUP_RUNNING);
+	cr_assert_eq(code[0], 0);
+}
+
+Test(supervisor, strays_gone_outside_sweep_is_ignored)
+{
+	cr_assert(!ev(SUP_EV_STRAYS_GONE).done);
+	cr_assert_eq(s.state, SUP_RUNNING);
+}
+
+Test(supervisor, signal_death_code_is_root_cause)
+{
+	ev_exit(1, 128 + SIGSEGV);
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 143);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 139);
+}
