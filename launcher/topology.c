@@ -29,6 +29,7 @@
  * - Allowed PUs: hwloc's allowed set (cgroup cpuset; disallowed PUs in an
  *   XML export are dropped) and, on the live system, the process's own
  *   affinity (taskset, Slurm), narrowed further by topo_restrict. */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/mempolicy.h>
@@ -241,6 +242,35 @@ static int find_gpus(struct topo *t)
 	return 0;
 }
 
+/* Whether sysfs lists an NVIDIA PCI device.  Reading each device's vendor
+ * attribute is cheap; hwloc's PCI discovery also reads config space, which
+ * costs milliseconds per device in a VM, so it runs only when it can find
+ * something we use. */
+static bool nvidia_in_sysfs(void)
+{
+	DIR *d = opendir("/sys/bus/pci/devices");
+	struct dirent *de;
+	bool found = false;
+
+	if (!d)
+		return true; /* cannot tell: let hwloc look */
+	while (!found && (de = readdir(d))) {
+		char path[512], buf[16] = "";
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/bus/pci/devices/%s/vendor", de->d_name);
+		f = fopen(path, "re");
+		if (f) {
+			found = fgets(buf, sizeof(buf), f) && strncmp(buf, "0x10de", 6) == 0;
+			fclose(f);
+		}
+	}
+	closedir(d);
+	return found;
+}
+
 int topo_open(struct topo **tp, char *err, size_t errlen)
 {
 	/* GPU runtimes' plugins: slow, side effects, and a numbering we
@@ -249,6 +279,7 @@ int topo_open(struct topo **tp, char *err, size_t errlen)
 	const char *xml = getenv("HWLOC_XMLFILE");
 	struct topo *t;
 	hwloc_bitmap_t bound = NULL;
+	bool live;
 	int r;
 
 	if (!tp)
@@ -263,7 +294,13 @@ int topo_open(struct topo **tp, char *err, size_t errlen)
 		free(t);
 		return r;
 	}
-	hwloc_topology_set_io_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	live = !(xml && *xml) && !getenv("HWLOC_SYNTHETIC");
+	hwloc_topology_set_io_types_filter(t->h, !live || nvidia_in_sysfs() ?
+					   HWLOC_TYPE_FILTER_KEEP_IMPORTANT : HWLOC_TYPE_FILTER_KEEP_NONE);
+	/* Placement works on packages, NUMA nodes, cores and PUs; caches are
+	 * dozens of sysfs reads we never use. */
+	hwloc_topology_set_cache_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_NONE);
+	hwloc_topology_set_icache_types_filter(t->h, HWLOC_TYPE_FILTER_KEEP_NONE);
 	for (size_t i = 0; i < sizeof(skip) / sizeof(skip[0]); i++)
 		hwloc_topology_set_components(t->h, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, skip[i]);
 	/* hwloc reads HWLOC_XMLFILE itself, but falls back to the live machine
