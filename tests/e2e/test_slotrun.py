@@ -423,6 +423,113 @@ def env_variables_behind_flags():
     assert code == 0 and json.loads(out)["rank"] == 0
 
 
+class NetNS:
+    """Two network namespaces joined by a veth pair: two "nodes" on one
+    machine.  Needs root and iproute2."""
+
+    def __init__(self, tag):
+        if os.geteuid() != 0 or not shutil.which("ip"):
+            raise Skip("needs root and iproute2 for network namespaces")
+        self.names = [f"sr{tag}{os.getpid() % 10000}a", f"sr{tag}{os.getpid() % 10000}b"]
+        self.addrs = ["10.231.7.1", "10.231.7.2"]
+        self.ifs = ["veth0", "veth1"]
+        cmds = [["ip", "netns", "add", self.names[0]], ["ip", "netns", "add", self.names[1]],
+                ["ip", "link", "add", "tmpva", "type", "veth", "peer", "name", "tmpvb"],
+                ["ip", "link", "set", "tmpva", "netns", self.names[0], "name", "veth0"],
+                ["ip", "link", "set", "tmpvb", "netns", self.names[1], "name", "veth1"]]
+        for i in range(2):
+            ns = ["ip", "netns", "exec", self.names[i]]
+            cmds += [ns + ["ip", "addr", "add", self.addrs[i] + "/24", "dev", self.ifs[i]],
+                     ns + ["ip", "link", "set", self.ifs[i], "up"],
+                     ns + ["ip", "link", "set", "lo", "up"]]
+        for c in cmds:
+            r = subprocess.run(c, capture_output=True)
+            if r.returncode != 0:
+                self.close()
+                raise Skip(f"cannot set up network namespaces: {' '.join(c)}: {r.stderr.decode().strip()}")
+
+    def prefix(self, i):
+        return ["ip", "netns", "exec", self.names[i]]
+
+    def close(self):
+        for n in self.names:
+            subprocess.run(["ip", "netns", "del", n], capture_output=True)
+
+
+@case
+def two_nodes_in_network_namespaces():
+    net = NetNS("n")
+    try:
+        procs = []
+        for i in range(2):
+            cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
+                                   "--slots", "2", "--", "sh", "-c",
+                                   "echo $RANK/$WORLD_SIZE $MASTER_ADDR $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"]
+            procs.append(Proc(cmd, env=env_for()))
+        outs = []
+        for p in procs:
+            assert p.finish(30) == 0, p.err
+            outs.append(p.out)
+        for i in range(2):
+            for local in range(2):
+                rank = 2 * i + local
+                want = f"[rank={rank}] {rank}/4 {net.addrs[0]} {net.ifs[i]} {net.ifs[i]}".encode()
+                assert want in outs[i], (want, outs[i])
+    finally:
+        net.close()
+
+
+@case
+def interface_that_cannot_reach_the_chief_is_an_error():
+    net = NetNS("u")
+    try:
+        # 10.99.0.1 is routable from neither namespace
+        p = Proc(net.prefix(0) + [SR, "--nnodes", "2", "--node-rank", "1", "--addrs", "10.99.0.1,10.231.7.1",
+                                  "--", "true"], env=env_for())
+        assert p.finish(20) == 2, p.err
+        assert b"10.99.0.1" in p.err and b"--iface" in p.err, p.err
+    finally:
+        net.close()
+
+
+@case
+def two_slots_with_bind_core_get_different_cores():
+    if os.cpu_count() < 2:
+        raise Skip("needs two cores")
+    code, out, err = slotrun("--slots", "2", "--bind", "core", "--", "sh", "-c",
+                             "grep Cpus_allowed_list /proc/self/status; echo OMP $OMP_NUM_THREADS")
+    assert code == 0, err
+    sets = [lines_of(out, r)[0].split()[-1] for r in range(2)]
+    assert sets[0] != sets[1], sets
+    cpus = [set(int(c) for c in x.decode().replace("-", ",").split(",")) for x in sets]
+    assert not (cpus[0] & cpus[1]), sets
+    assert all(lines_of(out, r)[1] == b"OMP 1" for r in range(2)), out
+
+
+@case
+def report_bindings_for_an_eight_gpu_server_fixture():
+    xml = os.path.join(HERE, "..", "data", "gpu8_2socket.xml")
+    code, out, err = slotrun("--report-bindings", "--dry-run", env={"HWLOC_XMLFILE": xml})
+    assert code == 0, err
+    lines = err.decode().splitlines()
+    assert len(lines) == 8, err
+    assert lines[0] == "slotrun: rank 0: gpu 0, cpus 16-19,48-51, numa 1", lines[0]
+    assert lines[2] == "slotrun: rank 2: gpu 2, cpus 0-3,32-35, numa 0", lines[2]
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["gpu"] for r in rows] == [str(i) for i in range(8)]
+    assert rows[0]["env"]["CUDA_VISIBLE_DEVICES"] == "0" and rows[0]["env"]["OMP_NUM_THREADS"] == "4"
+
+
+@case
+def inherited_cuda_visible_devices_narrows_the_gpus():
+    xml = os.path.join(HERE, "..", "data", "gpu8_2socket.xml")
+    code, out, err = slotrun("--dry-run", env={"HWLOC_XMLFILE": xml, "CUDA_VISIBLE_DEVICES": "5,2"})
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["gpu"] for r in rows] == ["5", "2"], rows
+    assert rows[0]["numa"] == "1" and rows[1]["numa"] == "0", rows
+
+
 @case
 def help_and_version():
     code, out, _ = slotrun("--help")
