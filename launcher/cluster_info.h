@@ -14,7 +14,36 @@
  *      master port CI_DEFAULT_MASTER_PORT.
  *
  * Pure: the environment and files are read through struct ci_env, so unit
- * tests give both as values. */
+ * tests give both as values.
+ *
+ * Rules beyond "first match wins" (each is tested):
+ * - A source's node count is its explicit count (--nnodes, SLURM_NNODES,
+ *   SLOTRUN_NNODES), else the length of its address list (--addrs,
+ *   container_addrs, SLURM_JOB_NODELIST, SLOTRUN_ADDRS), else the length of
+ *   its per-node slot list; within one source these must agree.
+ * - Every source that is present is parsed and checked, even where a higher
+ *   one overrides it: a malformed value is an error wherever it comes from.
+ * - Slurm counts as a source only when SLURM_JOB_NODELIST or SLURM_NODEID is
+ *   set, so SLURM_* left over from an outer shell (SLURM_CONF, SLURM_NNODES
+ *   exported by hand) are ignored.
+ * - nnodes > 1 needs addresses and this node's rank from some source
+ *   (the default 127.0.0.1 / rank 0 only apply to a single node).
+ * - Slots: --slots / SLOTRUN_SLOTS are "N" (every node has N) or a comma
+ *   list with one count per node; container_slot_counts is per node.
+ *   Without a per-node list every node is assumed to have this node's count.
+ *   Otherwise slots = the number of GPUs the GPU source names, else
+ *   visible_gpus when > 0, else 1.  An explicit count that differs from a
+ *   known, non-empty GPU list is an error.
+ * - GPUs: DET_SLOT_IDS, else cluster.json slot_ids (determined), else
+ *   SLURM_STEP_GPUS, else SLURM_JOB_GPUS (slurm), else an inherited
+ *   CUDA_VISIBLE_DEVICES (reported as "env"; entries kept as strings, so
+ *   GPU-/MIG- UUIDs pass through).  A source that names no GPUs ("[]", an
+ *   empty or "-1"/"NoDevFiles" CUDA_VISIBLE_DEVICES) sets gpus_none.  When
+ *   no source names GPUs, gpus stays NULL and the planner numbers the
+ *   topology's GPUs itself.
+ * - Empty values are errors, except DET_INTER_NODE_NETWORK_INTERFACE=""
+ *   (no interface), empty SLURM_STEP_GPUS/SLURM_JOB_GPUS (absent) and
+ *   CUDA_VISIBLE_DEVICES="" (no GPUs, as CUDA reads it). */
 #ifndef SLOTRUN_CLUSTER_INFO_H
 #define SLOTRUN_CLUSTER_INFO_H
 
@@ -24,6 +53,7 @@
 #define CI_DEFAULT_DET_INFO_DIR "/run/determined/info"
 #define CI_MAX_NODES 65536
 #define CI_MAX_SLOTS 1024    /* per node */
+#define CI_MAX_FILE_SIZE (1 << 20)  /* ci_process_env refuses larger info files */
 
 enum ci_source {
 	CI_SRC_DEFAULT,
@@ -41,7 +71,9 @@ struct ci_flags {
 
 /* How ci_load sees the world.  getenv returns NULL for unset.
  * read_file returns a malloc'd NUL-terminated copy of the file, or NULL with
- * errno set (ENOENT: the file is absent, which is not an error). */
+ * errno set (ENOENT: the file is absent, which is not an error; EFBIG: it is
+ * larger than CI_MAX_FILE_SIZE; EINVAL: it is not a regular file; anything
+ * else: it cannot be read). */
 struct ci_env {
 	const char *(*getenv)(void *ctx, const char *name);
 	char *(*read_file)(void *ctx, const char *path);
@@ -58,30 +90,44 @@ struct cluster_info {
 	int world_size;      /* sum of slot_counts */
 	char **gpus;         /* ngpus device ids for this node's slots, or NULL */
 	int ngpus;
+	int gpus_none;       /* 1: the GPU source names no GPUs (DET_SLOT_IDS "[]",
+	                      * CUDA_VISIBLE_DEVICES ""): run CPU slots even if the
+	                      * topology sees GPUs.  gpus is NULL then. */
 	int master_port;
 	char *iface;         /* NULL when no source names one */
 	enum ci_source src_nnodes, src_node_rank, src_addrs, src_slots, src_master_port,
 		src_iface, src_gpus;
 };
 
-/* Fills ci from the sources above.  visible_gpus: GPUs the topology found
- * on this node (0 for none), used only by the default slot count.
+/* Fills ci from the sources above.  flags may be NULL (no flags).
+ * visible_gpus: GPUs the topology found on this node (0 for none), used only
+ * by the default slot count.
  * Returns 0, or -EINVAL with a one-line reason in err that names the source
  * and the field and says what was expected, e.g.
- *   "SLURM_NODEID='7' is out of range: SLURM_JOB_NODELIST names 4 nodes (0..3)".
- * Nothing is allocated on error. */
+ *   "SLURM_NODEID '7' is out of range: SLURM_JOB_NODELIST 'n[1-4]' names 4 nodes (0..3)"
+ * (-ENOMEM with "out of memory" when malloc fails).  On error ci is zeroed
+ * (ci_free on it is harmless) and nothing is allocated. */
 int ci_load(const struct ci_flags *flags, const struct ci_env *env, int visible_gpus,
 	    struct cluster_info *ci, char *err, size_t errlen);
 
 void ci_free(struct cluster_info *ci);
 
 /* Expands a Slurm hostlist ("gpu[01-04,07],cpu-a[1-2]", zero padding kept)
- * into *n malloc'd names.  Returns 0 or -EINVAL with the reason in err. */
+ * into *n malloc'd names (free each, then the array), in Slurm's order:
+ * hosts as written, ranges in a bracket as written, and with several
+ * brackets in one name ("r[1-2]n[01-02]") the last bracket varies fastest
+ * (r1n01 r1n02 r2n01 r2n02).  The width of a range is that of its first
+ * number ("08-10": 08 09 10; "8-10": 8 9 10).  Returns 0, or -EINVAL with the
+ * reason in err (empty list or name, unclosed or stray bracket, reversed or
+ * malformed range, more than CI_MAX_NODES names, a name over 253 bytes,
+ * whitespace or control characters), or -ENOMEM; *hosts is NULL then. */
 int ci_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_t errlen);
 
 /* The real environment: getenv(3) and files read from disk. */
 extern const struct ci_env ci_process_env;
 
+/* "flag", "determined", "slurm", "env" or "default", for messages and
+ * --dry-run. */
 const char *ci_source_name(enum ci_source s);
 
 #endif

@@ -1,0 +1,1576 @@
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cluster_info.h"
+
+/* LeakSanitizer reports at the exit of Criterion's worker, after the result
+ * is recorded, so a leak never fails a test (an assertion or abort() in .fini
+ * does not either).  Each test body therefore ends by asking LSan itself;
+ * what the fixtures hold (CI, F) is reachable from globals, not a leak. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+static void no_leaks(void)
+{
+	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked: see the report above");
+}
+#else
+static void no_leaks(void)
+{
+}
+#endif
+
+#define CI_TEST(suite, name)                            \
+	static void suite##_##name##_body(void);        \
+	Test(suite, name)                               \
+	{                                               \
+		suite##_##name##_body();                \
+		no_leaks();                             \
+	}                                               \
+	static void suite##_##name##_body(void)
+
+/* ---- a fake world: environment and files as values ---- */
+
+#define INFO "/info"    /* SLOTRUN_DET_INFO_DIR in every test */
+
+struct fake_file {
+	const char *path;
+	const char *text;
+	int err;            /* read_file fails with this errno */
+};
+
+struct fake {
+	const char *env[64][2];
+	int nenv;
+	struct fake_file files[8];
+	int nfiles;
+	int reads;
+};
+
+static struct fake F;
+static struct ci_flags FL;
+static struct cluster_info CI;
+static char ERR[1024];
+
+/* printf into a buffer that lives until the test ends */
+static char pool[128][1024];
+static int npool;
+
+static const char *fmt(const char *f, ...) __attribute__((format(printf, 1, 2)));
+static const char *fmt(const char *f, ...)
+{
+	va_list ap;
+	char *b;
+
+	cr_assert(npool < 128);
+	b = pool[npool++];
+	va_start(ap, f);
+	vsnprintf(b, sizeof(pool[0]), f, ap);
+	va_end(ap);
+	return b;
+}
+
+static const char *fake_getenv(void *ctx, const char *name)
+{
+	struct fake *f = ctx;
+
+	for (int i = f->nenv - 1; i >= 0; i--)
+		if (!strcmp(f->env[i][0], name))
+			return f->env[i][1];
+	return NULL;
+}
+
+static char *fake_read(void *ctx, const char *path)
+{
+	struct fake *f = ctx;
+
+	f->reads++;
+	for (int i = 0; i < f->nfiles; i++) {
+		if (strcmp(f->files[i].path, path))
+			continue;
+		if (f->files[i].err) {
+			errno = f->files[i].err;
+			return NULL;
+		}
+		return strdup(f->files[i].text);
+	}
+	errno = ENOENT;
+	return NULL;
+}
+
+static void env(const char *name, const char *value)
+{
+	cr_assert(F.nenv < 64);
+	F.env[F.nenv][0] = name;
+	F.env[F.nenv][1] = value;
+	F.nenv++;
+}
+
+static void file(const char *name, const char *text)
+{
+	cr_assert(F.nfiles < 8);
+	F.files[F.nfiles].path = fmt("%s/%s", INFO, name);
+	F.files[F.nfiles].text = text;
+	F.nfiles++;
+}
+
+static void file_err(const char *name, int err)
+{
+	file(name, NULL);
+	F.files[F.nfiles - 1].err = err;
+}
+
+static void reset(void)
+{
+	ci_free(&CI);
+	memset(&F, 0, sizeof(F));
+	memset(&FL, 0, sizeof(FL));
+	memset(ERR, 0, sizeof(ERR));
+	env("SLOTRUN_DET_INFO_DIR", INFO);
+}
+
+static void setup(void)
+{
+	npool = 0;
+	reset();
+}
+
+static void teardown(void)
+{
+	ci_free(&CI);
+}
+
+static int load(int visible_gpus)
+{
+	struct ci_env e = { .getenv = fake_getenv, .read_file = fake_read, .ctx = &F };
+
+	ci_free(&CI);
+	return ci_load(&FL, &e, visible_gpus, &CI, ERR, sizeof(ERR));
+}
+
+static void load_ok(int visible_gpus)
+{
+	int r = load(visible_gpus);
+
+	cr_assert_eq(r, 0, "ci_load failed (%d): %s", r, ERR);
+	cr_assert_not_null(CI.addrs);
+	cr_assert_not_null(CI.slot_counts);
+}
+
+/* Fails unless ci_load says -EINVAL with one line holding every string in
+ * want (NULL-terminated), and leaves ci empty. */
+static void load_fails(int visible_gpus, const char *const *want)
+{
+	static const struct cluster_info zero;
+	int r = load(visible_gpus);
+
+	cr_assert_eq(r, -EINVAL, "expected -EINVAL, got %d (err '%s')", r, ERR);
+	cr_assert(ERR[0], "no message");
+	cr_assert_null(strchr(ERR, '\n'), "message is not one line: '%s'", ERR);
+	for (; *want; want++)
+		cr_assert_not_null(strstr(ERR, *want), "message '%s' lacks '%s'", ERR, *want);
+	cr_assert(!memcmp(&CI, &zero, sizeof(zero)), "ci not left empty on error");
+}
+
+#define FAILS(...) load_fails(0, (const char *const[]){ __VA_ARGS__, NULL })
+
+TestSuite(ci, .init = setup, .fini = teardown);
+
+/* ---- each source alone ---- */
+
+CI_TEST(ci, default_single_node_with_gpus)
+{
+	load_ok(4);
+	cr_assert_eq(CI.nnodes, 1);
+	cr_assert_eq(CI.node_rank, 0);
+	cr_assert_str_eq(CI.addrs[0], "127.0.0.1");
+	cr_assert_eq(CI.slots, 4);
+	cr_assert_eq(CI.slot_counts[0], 4);
+	cr_assert_eq(CI.rank_base, 0);
+	cr_assert_eq(CI.world_size, 4);
+	cr_assert_null(CI.gpus, "the planner numbers the topology's GPUs");
+	cr_assert_eq(CI.ngpus, 0);
+	cr_assert_eq(CI.gpus_none, 0);
+	cr_assert_eq(CI.master_port, CI_DEFAULT_MASTER_PORT);
+	cr_assert_null(CI.iface);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_addrs, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_slots, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_master_port, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_iface, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_gpus, CI_SRC_DEFAULT);
+}
+
+CI_TEST(ci, default_without_gpus_is_one_slot)
+{
+	load_ok(0);
+	cr_assert_eq(CI.slots, 1);
+	cr_assert_eq(CI.world_size, 1);
+	load_ok(-3);
+	cr_assert_eq(CI.slots, 1);
+}
+
+CI_TEST(ci, default_reads_the_default_info_dir)
+{
+	struct ci_env e = { .getenv = fake_getenv, .read_file = fake_read, .ctx = &F };
+
+	memset(&F, 0, sizeof(F));
+	F.files[0].path = CI_DEFAULT_DET_INFO_DIR "/rendezvous.json";
+	F.files[0].text = "{\"container_rank\": 0}";
+	F.nfiles = 1;
+	cr_assert_eq(ci_load(NULL, &e, 0, &CI, ERR, sizeof(ERR)), 0, "%s", ERR);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DETERMINED);
+}
+
+CI_TEST(ci, flags_alone)
+{
+	FL = (struct ci_flags){ .nnodes = "2", .node_rank = "1", .addrs = "a.example, 10.0.0.2",
+		.slots = "4", .master_port = "1234", .iface = "eth0" };
+	load_ok(8);
+	cr_assert_eq(CI.nnodes, 2);
+	cr_assert_eq(CI.node_rank, 1);
+	cr_assert_str_eq(CI.addrs[0], "a.example");
+	cr_assert_str_eq(CI.addrs[1], "10.0.0.2");
+	cr_assert_eq(CI.slots, 4);
+	cr_assert_eq(CI.rank_base, 4);
+	cr_assert_eq(CI.world_size, 8);
+	cr_assert_eq(CI.master_port, 1234);
+	cr_assert_str_eq(CI.iface, "eth0");
+	cr_assert_eq(CI.src_nnodes, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_addrs, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_slots, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_master_port, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_iface, CI_SRC_FLAG);
+	cr_assert_eq(CI.src_gpus, CI_SRC_DEFAULT);
+}
+
+CI_TEST(ci, addrs_alone_imply_node_count)
+{
+	FL.addrs = "h0,h1,h2";
+	FL.node_rank = "2";
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_FLAG);
+	cr_assert_eq(CI.world_size, 3);
+}
+
+CI_TEST(ci, determined_alone)
+{
+	file("rendezvous.json", "{\"container_addrs\": [\"10.0.0.1\", \"10.0.0.2\"],"
+	     " \"container_rank\": 1, \"container_slot_counts\": [2, 2], \"extra\": {}}");
+	file("cluster.json", "{\"master_url\": \"http://m:8080\", \"slot_ids\": [3, 5],"
+	     " \"gpu_uuids\": [\"GPU-a\", \"GPU-b\"], \"trial_info\": null}");
+	env("DET_INTER_NODE_NETWORK_INTERFACE", "ib0");
+	env("C10D_PORT", "29500");
+	load_ok(8);
+	cr_assert_eq(CI.nnodes, 2);
+	cr_assert_eq(CI.node_rank, 1);
+	cr_assert_str_eq(CI.addrs[0], "10.0.0.1");
+	cr_assert_str_eq(CI.addrs[1], "10.0.0.2");
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_eq(CI.rank_base, 2);
+	cr_assert_eq(CI.world_size, 4);
+	cr_assert_eq(CI.ngpus, 2);
+	cr_assert_str_eq(CI.gpus[0], "3");
+	cr_assert_str_eq(CI.gpus[1], "5");
+	cr_assert_eq(CI.master_port, 29500);
+	cr_assert_str_eq(CI.iface, "ib0");
+	cr_assert_eq(CI.src_nnodes, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_addrs, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_slots, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_gpus, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_master_port, CI_SRC_DETERMINED);
+	cr_assert_eq(CI.src_iface, CI_SRC_DETERMINED);
+}
+
+CI_TEST(ci, determined_slot_ids_env_beats_cluster_json_and_sets_slots)
+{
+	file("cluster.json", "{\"slot_ids\": [0, 1, 2, 3]}");
+	env("DET_SLOT_IDS", " [ 6 ,7 ] ");
+	load_ok(8);
+	cr_assert_eq(CI.ngpus, 2);
+	cr_assert_str_eq(CI.gpus[0], "6");
+	cr_assert_str_eq(CI.gpus[1], "7");
+	cr_assert_eq(CI.slots, 2, "slots follow the GPU list");
+	cr_assert_eq(CI.src_slots, CI_SRC_DETERMINED);
+}
+
+CI_TEST(ci, determined_cluster_json_slot_ids)
+{
+	file("cluster.json", "{\"slot_ids\": [0, 1, 2]}");
+	load_ok(8);
+	cr_assert_eq(CI.ngpus, 3);
+	cr_assert_eq(CI.slots, 3);
+}
+
+CI_TEST(ci, determined_nulls_and_empty_lists_are_absent)
+{
+	/* Go writes nil slices as null */
+	file("rendezvous.json", "{\"container_addrs\": null, \"container_rank\": null,"
+	     " \"container_slot_counts\": []}");
+	file("cluster.json", "{\"slot_ids\": null}");
+	env("DET_INTER_NODE_NETWORK_INTERFACE", "");
+	load_ok(2);
+	cr_assert_eq(CI.nnodes, 1);
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_null(CI.iface);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_DEFAULT);
+	cr_assert_eq(CI.src_gpus, CI_SRC_DEFAULT);
+}
+
+CI_TEST(ci, determined_parts_alone)
+{
+	file("rendezvous.json", "{\"container_slot_counts\": [3, 5]}");
+	FL.node_rank = "1";
+	FL.addrs = "a,b";
+	load_ok(0);
+	cr_assert_eq(CI.slots, 5);
+	cr_assert_eq(CI.rank_base, 3);
+	cr_assert_eq(CI.world_size, 8);
+	cr_assert_eq(CI.src_slots, CI_SRC_DETERMINED);
+}
+
+CI_TEST(ci, determined_cpu_container_has_no_gpus)
+{
+	env("DET_SLOT_IDS", "[]");
+	load_ok(4);
+	cr_assert_eq(CI.gpus_none, 1);
+	cr_assert_null(CI.gpus);
+	cr_assert_eq(CI.slots, 1, "the topology's GPUs are not ours");
+	cr_assert_eq(CI.src_gpus, CI_SRC_DETERMINED);
+}
+
+CI_TEST(ci, slurm_alone)
+{
+	env("SLURM_JOB_NODELIST", "gpu[01-02],cpu-a1");
+	env("SLURM_NODEID", "2");
+	env("SLURM_NNODES", "3");
+	env("SLURM_STEP_GPUS", "2,3");
+	env("SLURM_JOB_GPUS", "0,1,2,3");
+	load_ok(8);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.node_rank, 2);
+	cr_assert_str_eq(CI.addrs[0], "gpu01");
+	cr_assert_str_eq(CI.addrs[2], "cpu-a1");
+	cr_assert_eq(CI.ngpus, 2);
+	cr_assert_str_eq(CI.gpus[0], "2");
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_eq(CI.rank_base, 4);
+	cr_assert_eq(CI.world_size, 6);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_SLURM);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_SLURM);
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLURM);
+	cr_assert_eq(CI.src_gpus, CI_SRC_SLURM);
+	cr_assert_eq(CI.src_slots, CI_SRC_SLURM);
+	cr_assert_eq(CI.src_master_port, CI_SRC_DEFAULT);
+}
+
+CI_TEST(ci, slurm_job_gpus_when_no_step_gpus)
+{
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_GPUS", "");
+	env("SLURM_JOB_GPUS", "4,5,6");
+	env("CUDA_VISIBLE_DEVICES", "0,1,2");
+	load_ok(8);
+	cr_assert_eq(CI.ngpus, 3);
+	cr_assert_str_eq(CI.gpus[0], "4");
+	cr_assert_eq(CI.src_gpus, CI_SRC_SLURM);
+}
+
+CI_TEST(ci, slurm_noise_without_nodelist_or_nodeid_is_ignored)
+{
+	env("SLURM_NNODES", "4");
+	env("SLURM_STEP_GPUS", "0,1");
+	env("SLURM_JOB_GPUS", "x");
+	env("SLURM_CONF", "/etc/slurm/slurm.conf");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 1);
+	cr_assert_null(CI.gpus);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_DEFAULT);
+}
+
+CI_TEST(ci, slurm_nodeid_alone_is_a_source)
+{
+	env("SLURM_NODEID", "0");
+	env("SLURM_JOB_GPUS", "1");
+	load_ok(4);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_SLURM);
+	cr_assert_eq(CI.ngpus, 1);
+}
+
+CI_TEST(ci, slotrun_env_alone)
+{
+	env("SLOTRUN_NNODES", "3");
+	env("SLOTRUN_NODE_RANK", "1");
+	env("SLOTRUN_ADDRS", "n0,n1,n2");
+	env("SLOTRUN_SLOTS", "2");
+	env("SLOTRUN_MASTER_PORT", "4000");
+	env("SLOTRUN_IFACE", "enp1s0f0");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.node_rank, 1);
+	cr_assert_str_eq(CI.addrs[2], "n2");
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_eq(CI.rank_base, 2);
+	cr_assert_eq(CI.world_size, 6);
+	cr_assert_eq(CI.master_port, 4000);
+	cr_assert_str_eq(CI.iface, "enp1s0f0");
+	cr_assert_eq(CI.src_nnodes, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_slots, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_master_port, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_iface, CI_SRC_SLOTRUN_ENV);
+}
+
+CI_TEST(ci, cuda_visible_devices_alone_keeps_uuids)
+{
+	env("CUDA_VISIBLE_DEVICES", "GPU-8a1b2c3d-0000-1111-2222-333344445555, MIG-5e6f,3");
+	load_ok(8);
+	cr_assert_eq(CI.ngpus, 3);
+	cr_assert_str_eq(CI.gpus[0], "GPU-8a1b2c3d-0000-1111-2222-333344445555");
+	cr_assert_str_eq(CI.gpus[1], "MIG-5e6f");
+	cr_assert_str_eq(CI.gpus[2], "3");
+	cr_assert_eq(CI.slots, 3);
+	cr_assert_eq(CI.src_gpus, CI_SRC_SLOTRUN_ENV);
+	cr_assert_eq(CI.src_slots, CI_SRC_SLOTRUN_ENV);
+}
+
+CI_TEST(ci, cuda_visible_devices_hiding_every_gpu)
+{
+	const char *hide[] = { "", "-1", "NoDevFiles" };
+
+	for (size_t i = 0; i < sizeof(hide) / sizeof(hide[0]); i++) {
+		reset();
+		env("CUDA_VISIBLE_DEVICES", hide[i]);
+		load_ok(4);
+		cr_assert_eq(CI.gpus_none, 1, "'%s'", hide[i]);
+		cr_assert_null(CI.gpus);
+		cr_assert_eq(CI.slots, 1);
+		/* CPU slots: any explicit count is fine */
+		FL.slots = "3";
+		load_ok(4);
+		cr_assert_eq(CI.slots, 3);
+	}
+}
+
+CI_TEST(ci, null_flags_are_no_flags)
+{
+	struct ci_env e = { .getenv = fake_getenv, .read_file = fake_read, .ctx = &F };
+
+	env("SLOTRUN_SLOTS", "2");
+	cr_assert_eq(ci_load(NULL, &e, 0, &CI, ERR, sizeof(ERR)), 0, "%s", ERR);
+	cr_assert_eq(CI.slots, 2);
+}
+
+/* ---- precedence: every pair of sources, every field ---- */
+
+enum field { F_NODES, F_RANK, F_SLOTS, F_PORT, F_IFACE, F_GPUS, NFIELDS };
+
+static const char *const field_name[] = { "nnodes/addrs", "node_rank", "slots", "master_port",
+					  "iface", "gpus" };
+
+/* Which sources can name a field: Slurm names no slot count, no port and
+ * no interface. */
+static bool supplies(enum ci_source s, enum field f)
+{
+	if (s == CI_SRC_SLURM)
+		return f == F_NODES || f == F_RANK || f == F_GPUS;
+	if (f == F_GPUS)
+		return s != CI_SRC_FLAG;
+	return true;
+}
+
+static void slurm_on(void)
+{
+	if (!fake_getenv(&F, "SLURM_NODEID"))
+		env("SLURM_NODEID", "0");
+}
+
+/* Gives field f from source s: variant 0 the "winner" values, 1 the "loser"
+ * ones; values also differ by source, so a check knows who won. */
+static void give(enum ci_source s, enum field f, int v)
+{
+	int k = (int)s * 10 + v;
+	int n = 2 + v, i;              /* node counts: 2 for winners, 3 for losers */
+	char list[256] = "";
+
+	switch (f) {
+	case F_NODES:
+		for (i = 0; i < n; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%sh%d-%d",
+				 i ? "," : "", k, i);
+		switch (s) {
+		case CI_SRC_FLAG:
+			FL.nnodes = fmt("%d", n);
+			FL.addrs = fmt("%s", list);
+			FL.node_rank = fmt("%d", n - 1);
+			break;
+		case CI_SRC_DETERMINED: {
+			char js[256] = "";
+			for (i = 0; i < n; i++)
+				snprintf(js + strlen(js), sizeof(js) - strlen(js), "%s\"h%d-%d\"",
+					 i ? "," : "", k, i);
+			file("rendezvous.json", fmt("{\"container_addrs\":[%s],\"container_rank\":%d}",
+						    js, n - 1));
+			break;
+		}
+		case CI_SRC_SLURM:
+			env("SLURM_JOB_NODELIST", fmt("h%d-[0-%d]", k, n - 1));
+			env("SLURM_NNODES", fmt("%d", n));
+			env("SLURM_NODEID", fmt("%d", n - 1));
+			break;
+		case CI_SRC_SLOTRUN_ENV:
+			env("SLOTRUN_NNODES", fmt("%d", n));
+			env("SLOTRUN_ADDRS", fmt("%s", list));
+			env("SLOTRUN_NODE_RANK", fmt("%d", n - 1));
+			break;
+		default:
+			cr_assert_fail();
+		}
+		break;
+	case F_RANK:
+		/* the winner names only a rank (1); the loser a whole 4-node job
+		 * with rank 2 */
+		if (v == 1) {
+			switch (s) {
+			case CI_SRC_DETERMINED:
+				file("rendezvous.json", fmt("{\"container_addrs\":[\"a\",\"b\",\"c\","
+							    "\"d\"],\"container_rank\":2}"));
+				break;
+			case CI_SRC_SLURM:
+				env("SLURM_JOB_NODELIST", "d[1-4]");
+				env("SLURM_NODEID", "2");
+				break;
+			case CI_SRC_SLOTRUN_ENV:
+				env("SLOTRUN_ADDRS", "a,b,c,d");
+				env("SLOTRUN_NODE_RANK", "2");
+				break;
+			default:
+				cr_assert_fail();
+			}
+			break;
+		}
+		switch (s) {
+		case CI_SRC_FLAG: FL.node_rank = "1"; break;
+		case CI_SRC_DETERMINED: file("rendezvous.json", "{\"container_rank\":1}"); break;
+		case CI_SRC_SLURM: env("SLURM_NODEID", "1"); break;
+		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_NODE_RANK", "1"); break;
+		default: cr_assert_fail();
+		}
+		break;
+	case F_SLOTS:
+		switch (s) {
+		case CI_SRC_FLAG: FL.slots = fmt("%d", 2 + k); break;
+		case CI_SRC_DETERMINED:
+			file("rendezvous.json", fmt("{\"container_slot_counts\":[%d]}", 2 + k));
+			break;
+		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_SLOTS", fmt("%d", 2 + k)); break;
+		default: cr_assert_fail();
+		}
+		break;
+	case F_PORT:
+		switch (s) {
+		case CI_SRC_FLAG: FL.master_port = fmt("%d", 20000 + k); break;
+		case CI_SRC_DETERMINED: env("C10D_PORT", fmt("%d", 20000 + k)); break;
+		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_MASTER_PORT", fmt("%d", 20000 + k)); break;
+		default: cr_assert_fail();
+		}
+		break;
+	case F_IFACE:
+		switch (s) {
+		case CI_SRC_FLAG: FL.iface = fmt("if%d", k); break;
+		case CI_SRC_DETERMINED: env("DET_INTER_NODE_NETWORK_INTERFACE", fmt("if%d", k)); break;
+		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_IFACE", fmt("if%d", k)); break;
+		default: cr_assert_fail();
+		}
+		break;
+	case F_GPUS:
+		switch (s) {
+		case CI_SRC_DETERMINED: env("DET_SLOT_IDS", fmt("[%d,%d]", k, k + 100)); break;
+		case CI_SRC_SLURM:
+			slurm_on();
+			env("SLURM_STEP_GPUS", fmt("%d,%d", k, k + 100));
+			break;
+		case CI_SRC_SLOTRUN_ENV: env("CUDA_VISIBLE_DEVICES", fmt("%d,%d", k, k + 100)); break;
+		default: cr_assert_fail();
+		}
+		break;
+	default:
+		cr_assert_fail();
+	}
+}
+
+/* Checks that field f holds source s's variant-v values. */
+static void check(enum ci_source s, enum field f, int v, const char *ctx)
+{
+	int k = (int)s * 10 + v, n = 2 + v;
+
+	switch (f) {
+	case F_NODES:
+		cr_assert_eq(CI.nnodes, n, "%s", ctx);
+		cr_assert_eq(CI.node_rank, n - 1, "%s", ctx);
+		cr_assert_str_eq(CI.addrs[0], fmt("h%d-0", k), "%s", ctx);
+		cr_assert_str_eq(CI.addrs[n - 1], fmt("h%d-%d", k, n - 1), "%s", ctx);
+		cr_assert_eq(CI.src_nnodes, s, "%s", ctx);
+		cr_assert_eq(CI.src_addrs, s, "%s", ctx);
+		cr_assert_eq(CI.src_node_rank, s, "%s", ctx);
+		break;
+	case F_RANK:
+		cr_assert_eq(CI.node_rank, v ? 2 : 1, "%s", ctx);
+		cr_assert_eq(CI.src_node_rank, s, "%s", ctx);
+		break;
+	case F_SLOTS:
+		cr_assert_eq(CI.slots, 2 + k, "%s", ctx);
+		cr_assert_eq(CI.src_slots, s, "%s", ctx);
+		break;
+	case F_PORT:
+		cr_assert_eq(CI.master_port, 20000 + k, "%s", ctx);
+		cr_assert_eq(CI.src_master_port, s, "%s", ctx);
+		break;
+	case F_IFACE:
+		cr_assert_str_eq(CI.iface, fmt("if%d", k), "%s", ctx);
+		cr_assert_eq(CI.src_iface, s, "%s", ctx);
+		break;
+	case F_GPUS:
+		cr_assert_eq(CI.ngpus, 2, "%s", ctx);
+		cr_assert_str_eq(CI.gpus[0], fmt("%d", k), "%s", ctx);
+		cr_assert_str_eq(CI.gpus[1], fmt("%d", k + 100), "%s", ctx);
+		cr_assert_eq(CI.src_gpus, s, "%s", ctx);
+		cr_assert_eq(CI.slots, 2, "%s", ctx);
+		break;
+	default:
+		cr_assert_fail();
+	}
+}
+
+static const enum ci_source by_precedence[] = { CI_SRC_FLAG, CI_SRC_DETERMINED, CI_SRC_SLURM,
+						CI_SRC_SLOTRUN_ENV };
+
+CI_TEST(ci, each_source_alone_for_every_field)
+{
+	for (int f = 0; f < NFIELDS; f++)
+		for (int i = 0; i < 4; i++) {
+			enum ci_source s = by_precedence[i];
+			const char *ctx;
+			if (!supplies(s, (enum field)f))
+				continue;
+			reset();
+			npool = 0;
+			ctx = fmt("%s from %s alone", field_name[f], ci_source_name(s));
+			if (f == F_RANK && s == CI_SRC_FLAG)
+				continue;    /* a rank needs nodes: covered by the pairs */
+			give(s, (enum field)f, 1);
+			cr_assert_eq(load(0), 0, "%s: %s", ctx, ERR);
+			check(s, (enum field)f, 1, ctx);
+		}
+}
+
+CI_TEST(ci, every_pair_higher_source_wins_every_field)
+{
+	int pairs = 0;
+
+	for (int f = 0; f < NFIELDS; f++)
+		for (int hi = 0; hi < 4; hi++)
+			for (int lo = hi + 1; lo < 4; lo++) {
+				enum ci_source h = by_precedence[hi], l = by_precedence[lo];
+				const char *ctx;
+				if (!supplies(h, (enum field)f) || !supplies(l, (enum field)f))
+					continue;
+				reset();
+				npool = 0;
+				ctx = fmt("%s: %s over %s", field_name[f], ci_source_name(h),
+					  ci_source_name(l));
+				give(h, (enum field)f, 0);
+				give(l, (enum field)f, 1);
+				cr_assert_eq(load(0), 0, "%s: %s", ctx, ERR);
+				check(h, (enum field)f, 0, ctx);
+				if (f == F_RANK) {
+					/* the loser still named the nodes */
+					cr_assert_eq(CI.nnodes, 4, "%s", ctx);
+					cr_assert_eq(CI.src_nnodes, l, "%s", ctx);
+				}
+				pairs++;
+			}
+	/* nodes 6 + rank 6 + slots 3 + port 3 + iface 3 + gpus 3 */
+	cr_assert_eq(pairs, 24);
+}
+
+CI_TEST(ci, gpu_list_sets_slots_only_when_no_explicit_count)
+{
+	env("CUDA_VISIBLE_DEVICES", "0,1,2");
+	load_ok(8);
+	cr_assert_eq(CI.slots, 3);
+	cr_assert_eq(CI.src_slots, CI_SRC_SLOTRUN_ENV);
+	env("SLOTRUN_SLOTS", "3");
+	load_ok(8);
+	cr_assert_eq(CI.slots, 3, "agreeing explicit count");
+	cr_assert_eq(CI.src_slots, CI_SRC_SLOTRUN_ENV);
+}
+
+CI_TEST(ci, explicit_slots_without_gpu_list_leave_gpus_to_the_planner)
+{
+	FL.slots = "2";
+	load_ok(8);
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_null(CI.gpus);
+	cr_assert_eq(CI.gpus_none, 0);
+}
+
+/* ---- heterogeneous and uniform slot counts ---- */
+
+CI_TEST(ci, heterogeneous_counts_from_determined)
+{
+	file("rendezvous.json", "{\"container_addrs\":[\"a\",\"b\",\"c\"],\"container_rank\":2,"
+	     "\"container_slot_counts\":[8,4,2]}");
+	load_ok(2);
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_eq(CI.rank_base, 12);
+	cr_assert_eq(CI.world_size, 14);
+	cr_assert_eq(CI.slot_counts[0], 8);
+	cr_assert_eq(CI.slot_counts[1], 4);
+	cr_assert_eq(CI.slot_counts[2], 2);
+}
+
+CI_TEST(ci, heterogeneous_counts_from_flag_list)
+{
+	FL.slots = "2, 3";
+	FL.node_rank = "1";
+	FL.addrs = "a,b";
+	load_ok(0);
+	cr_assert_eq(CI.slots, 3);
+	cr_assert_eq(CI.rank_base, 2);
+	cr_assert_eq(CI.world_size, 5);
+	cr_assert_eq(CI.nnodes, 2);
+}
+
+CI_TEST(ci, slot_list_alone_implies_node_count)
+{
+	env("SLOTRUN_SLOTS", "1,2,3");
+	env("SLOTRUN_NODE_RANK", "0");
+	env("SLOTRUN_ADDRS", "a,b,c");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.world_size, 6);
+}
+
+CI_TEST(ci, uniform_count_is_assumed_for_every_node)
+{
+	FL.slots = "4";
+	FL.addrs = "a,b,c";
+	FL.node_rank = "2";
+	load_ok(0);
+	cr_assert_eq(CI.rank_base, 8);
+	cr_assert_eq(CI.world_size, 12);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(CI.slot_counts[i], 4);
+}
+
+CI_TEST(ci, gpu_derived_count_is_assumed_for_every_node)
+{
+	env("SLURM_JOB_NODELIST", "n[1-4]");
+	env("SLURM_NODEID", "3");
+	env("SLURM_STEP_GPUS", "0,1");
+	load_ok(8);
+	cr_assert_eq(CI.rank_base, 6);
+	cr_assert_eq(CI.world_size, 8);
+}
+
+/* ---- errors: Determined ---- */
+
+CI_TEST(ci, rendezvous_bad_json)
+{
+	file("rendezvous.json", "{\"container_rank\": 1,");
+	FAILS(INFO "/rendezvous.json", "invalid JSON", "line 1");
+	reset();
+	file("rendezvous.json", "");
+	FAILS("rendezvous.json", "invalid JSON");
+	reset();
+	file("rendezvous.json", "{\"container_rank\": 1} trailing");
+	FAILS("rendezvous.json", "invalid JSON");
+	reset();
+	file("rendezvous.json", "{\"container_rank\": 1, \"container_rank\": 0}");
+	FAILS("rendezvous.json", "invalid JSON", "duplicate");
+}
+
+CI_TEST(ci, rendezvous_not_an_object)
+{
+	file("rendezvous.json", "[1, 2]");
+	FAILS("rendezvous.json", "expected a JSON object, got array");
+}
+
+CI_TEST(ci, rendezvous_wrong_types)
+{
+	file("rendezvous.json", "{\"container_rank\": \"1\"}");
+	FAILS("rendezvous.json: container_rank must be an integer, got string");
+	reset();
+	file("rendezvous.json", "{\"container_rank\": 1.5}");
+	FAILS("rendezvous.json: container_rank must be an integer, got number with a fraction");
+	reset();
+	file("rendezvous.json", "{\"container_rank\": true}");
+	FAILS("container_rank must be an integer, got boolean");
+	reset();
+	file("rendezvous.json", "{\"container_addrs\": \"10.0.0.1\"}");
+	FAILS("rendezvous.json: container_addrs must be a list, got string");
+	reset();
+	file("rendezvous.json", "{\"container_addrs\": [\"10.0.0.1\", 7]}");
+	FAILS("rendezvous.json: container_addrs entry 1 must be a string, got integer");
+	reset();
+	file("rendezvous.json", "{\"container_addrs\": [\"10.0.0.1\", \"bad host\"]}");
+	FAILS("rendezvous.json: container_addrs entry 1 'bad host' is not a host name");
+	reset();
+	file("rendezvous.json", "{\"container_addrs\": [\"\"]}");
+	FAILS("container_addrs entry 0", "is not a host name");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": {\"a\": 1}}");
+	FAILS("rendezvous.json: container_slot_counts must be a list, got object");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [8, \"8\"]}");
+	FAILS("rendezvous.json container_slot_counts: entry 1 must be an integer, got string");
+}
+
+CI_TEST(ci, rendezvous_values_out_of_range)
+{
+	file("rendezvous.json", "{\"container_rank\": -1}");
+	FAILS("rendezvous.json: container_rank -1 is out of range: expected 0..65535");
+	reset();
+	file("rendezvous.json", "{\"container_rank\": 99999999999999999}");
+	FAILS("container_rank", "out of range");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [8, 0]}");
+	FAILS("container_slot_counts", "entry 1 (0) is out of range: expected 1..1024");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [1025]}");
+	FAILS("container_slot_counts", "out of range");
+}
+
+CI_TEST(ci, rendezvous_parts_disagree)
+{
+	file("rendezvous.json", "{\"container_addrs\": [\"a\", \"b\"],"
+	     " \"container_slot_counts\": [8, 8, 8]}");
+	FAILS("rendezvous.json container_slot_counts has 3 entries",
+	      "rendezvous.json container_addrs", "2 nodes");
+	reset();
+	file("rendezvous.json", "{\"container_addrs\": [\"a\", \"b\"], \"container_rank\": 2}");
+	FAILS("rendezvous.json container_rank 2 is out of range",
+	      "rendezvous.json container_addrs names 2 nodes (0..1)");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [4], \"container_rank\": 1}");
+	FAILS("container_rank 1 is out of range", "container_slot_counts names 1 nodes (0..0)");
+}
+
+CI_TEST(ci, info_files_unreadable)
+{
+	file_err("rendezvous.json", EACCES);
+	FAILS(INFO "/rendezvous.json: cannot read: Permission denied");
+	reset();
+	file_err("cluster.json", EIO);
+	FAILS(INFO "/cluster.json: cannot read: Input/output error");
+	reset();
+	file_err("cluster.json", EFBIG);
+	FAILS(INFO "/cluster.json: cannot read: larger than 1048576 bytes");
+	reset();
+	file_err("rendezvous.json", EISDIR);
+	FAILS("rendezvous.json: cannot read: Is a directory");
+	reset();
+	file_err("rendezvous.json", EINVAL);
+	FAILS("rendezvous.json: cannot read: not a regular file");
+}
+
+CI_TEST(ci, info_dir_is_where_files_are_read)
+{
+	memset(&F, 0, sizeof(F));
+	env("SLOTRUN_DET_INFO_DIR", "/elsewhere");
+	F.files[0].path = "/elsewhere/rendezvous.json";
+	F.files[0].text = "{\"container_rank\": \"x\"}";
+	F.nfiles = 1;
+	FAILS("container_rank must be an integer");
+	reset();
+	F.env[0][1] = "";
+	FAILS("SLOTRUN_DET_INFO_DIR ''", "expected a directory");
+}
+
+CI_TEST(ci, cluster_json_errors)
+{
+	file("cluster.json", "{\"slot_ids\": [0, 1]");
+	FAILS("cluster.json", "invalid JSON");
+	reset();
+	file("cluster.json", "\"slot_ids\"");
+	FAILS("cluster.json", "invalid JSON");
+	reset();
+	file("cluster.json", "{\"slot_ids\": \"0,1\"}");
+	FAILS("cluster.json: slot_ids must be a list of integers, got string");
+	reset();
+	file("cluster.json", "{\"slot_ids\": [0, \"1\"]}");
+	FAILS("cluster.json slot_ids: entry 1 must be an integer, got string");
+	reset();
+	file("cluster.json", "{\"slot_ids\": [0, -2]}");
+	FAILS("cluster.json slot_ids: entry 1 (-2) is out of range");
+	reset();
+	file("cluster.json", "{\"slot_ids\": [1, 1]}");
+	FAILS("cluster.json slot_ids", "GPU '1' is listed twice");
+}
+
+CI_TEST(ci, det_slot_ids_errors)
+{
+	const char *bad[] = { "[0,x]", "0,1", "", "{\"a\": 1}", "[0,1", "7", "[[0]]", "[0.5]",
+			      "[\"0\"]", "[0,-1]", "[0] junk" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reset();
+		env("DET_SLOT_IDS", bad[i]);
+		load_fails(0, (const char *const[]){ fmt("DET_SLOT_IDS '%s'", bad[i]), NULL });
+	}
+	reset();
+	env("DET_SLOT_IDS", "[0,x]");
+	FAILS("DET_SLOT_IDS '[0,x]': expected a JSON list of integers");
+	reset();
+	env("DET_SLOT_IDS", "[0,0]");
+	FAILS("DET_SLOT_IDS '[0,0]': GPU '0' is listed twice");
+}
+
+CI_TEST(ci, det_iface_and_port_errors)
+{
+	env("DET_INTER_NODE_NETWORK_INTERFACE", "eth 0");
+	FAILS("DET_INTER_NODE_NETWORK_INTERFACE 'eth 0'", "network interface name");
+	reset();
+	env("C10D_PORT", "0");
+	FAILS("C10D_PORT '0' is out of range: expected 1..65535");
+	reset();
+	env("C10D_PORT", "65536");
+	FAILS("C10D_PORT '65536' is out of range");
+	reset();
+	env("C10D_PORT", "29500x");
+	FAILS("C10D_PORT '29500x': expected an integer in 1..65535");
+	reset();
+	env("C10D_PORT", "");
+	FAILS("C10D_PORT ''", "expected an integer");
+}
+
+/* ---- errors: Slurm ---- */
+
+CI_TEST(ci, slurm_nodeid_out_of_range)
+{
+	env("SLURM_JOB_NODELIST", "n[1-4]");
+	env("SLURM_NODEID", "7");
+	FAILS("SLURM_NODEID '7' is out of range: SLURM_JOB_NODELIST 'n[1-4]' names 4 nodes (0..3)");
+	reset();
+	env("SLURM_NODEID", "3");
+	env("SLURM_NNODES", "2");
+	FAILS("SLURM_NODEID '3' is out of range", "SLURM_NNODES '2' names 2 nodes (0..1)");
+	reset();
+	env("SLURM_NODEID", "-1");
+	FAILS("SLURM_NODEID '-1' is out of range");
+	reset();
+	env("SLURM_NODEID", "one");
+	FAILS("SLURM_NODEID 'one': expected an integer");
+}
+
+CI_TEST(ci, slurm_nnodes_must_agree_with_the_list)
+{
+	env("SLURM_JOB_NODELIST", "n[1-4]");
+	env("SLURM_NNODES", "3");
+	env("SLURM_NODEID", "0");
+	FAILS("SLURM_JOB_NODELIST 'n[1-4]' (4 addresses) disagrees with SLURM_NNODES '3' (3 nodes)");
+	reset();
+	env("SLURM_JOB_NODELIST", "n1");
+	env("SLURM_NNODES", "0");
+	FAILS("SLURM_NNODES '0' is out of range: expected 1..65536");
+	reset();
+	env("SLURM_JOB_NODELIST", "n1");
+	env("SLURM_NNODES", "65537");
+	FAILS("SLURM_NNODES '65537' is out of range");
+}
+
+CI_TEST(ci, slurm_bad_nodelist)
+{
+	env("SLURM_JOB_NODELIST", "gpu[01-");
+	FAILS("SLURM_JOB_NODELIST 'gpu[01-': unclosed '['");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_JOB_NODELIST", "n[0-70000]");
+	FAILS("SLURM_JOB_NODELIST 'n[0-70000]': expands to more than 65536 hosts");
+}
+
+CI_TEST(ci, slurm_bad_gpu_lists)
+{
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_GPUS", "0,x");
+	FAILS("SLURM_STEP_GPUS '0,x': entry 'x': expected a comma list of GPU indices");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_GPUS", "0,1");
+	env("SLURM_JOB_GPUS", "0,,1");
+	FAILS("SLURM_JOB_GPUS '0,,1'", "entry 1 is empty");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_JOB_GPUS", "2,2");
+	FAILS("SLURM_JOB_GPUS '2,2': GPU '2' is listed twice");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_GPUS", "-1");
+	FAILS("SLURM_STEP_GPUS '-1'", "GPU indices");
+}
+
+/* ---- errors: flags and SLOTRUN_* ---- */
+
+struct bad_value {
+	const char *flag_or_var;
+	const char *value;
+	const char *want;
+};
+
+static void set_value(const char *name, const char *value)
+{
+	if (!strcmp(name, "--nnodes")) FL.nnodes = value;
+	else if (!strcmp(name, "--node-rank")) FL.node_rank = value;
+	else if (!strcmp(name, "--addrs")) FL.addrs = value;
+	else if (!strcmp(name, "--slots")) FL.slots = value;
+	else if (!strcmp(name, "--master-port")) FL.master_port = value;
+	else if (!strcmp(name, "--iface")) FL.iface = value;
+	else env(name, value);
+}
+
+CI_TEST(ci, malformed_flags_and_variables)
+{
+	static const char *const names[][2] = {
+		{ "--nnodes", "SLOTRUN_NNODES" }, { "--node-rank", "SLOTRUN_NODE_RANK" },
+		{ "--addrs", "SLOTRUN_ADDRS" }, { "--slots", "SLOTRUN_SLOTS" },
+		{ "--master-port", "SLOTRUN_MASTER_PORT" }, { "--iface", "SLOTRUN_IFACE" },
+	};
+	/* value, expected words; index into names */
+	static const struct { int name; const char *value, *want; } cases[] = {
+		{ 0, "0", "is out of range: expected 1..65536" },
+		{ 0, "65537", "is out of range: expected 1..65536" },
+		{ 0, "-2", "is out of range" },
+		{ 0, "2x", "expected an integer in 1..65536" },
+		{ 0, "", "expected an integer" },
+		{ 0, " 2", "expected an integer" },
+		{ 0, "+2", "expected an integer" },
+		{ 0, "two", "expected an integer" },
+		{ 0, "99999999999999999999999", "is out of range" },
+		{ 1, "-1", "is out of range: expected 0..65535" },
+		{ 1, "65536", "is out of range" },
+		{ 1, "1.0", "expected an integer" },
+		{ 2, "", "entry 0 is empty" },
+		{ 2, "a,,b", "entry 1 is empty" },
+		{ 2, "a,", "entry 1 is empty" },
+		{ 2, "a,b c", "entry 'b c' is not a host name or address" },
+		{ 2, "-oProxyCommand=x", "is not a host name" },
+		{ 3, "0", "entry '0' is out of range: expected a slot count in 1..1024" },
+		{ 3, "1025", "is out of range" },
+		{ 3, "x", "entry 'x' is not a number" },
+		{ 3, "4,", "entry 1 is empty" },
+		{ 3, "4,0", "entry '0' is out of range" },
+		{ 3, "", "is empty" },
+		{ 4, "0", "is out of range: expected 1..65535" },
+		{ 4, "70000", "is out of range" },
+		{ 4, "http", "expected an integer" },
+		{ 5, "", "expected a network interface name" },
+		{ 5, "a/b", "network interface name" },
+		{ 5, "eth0:1", "network interface name" },
+		{ 5, "eth0 ", "network interface name" },
+		{ 5, "abcdefghijklmnop", "1..15 characters" },
+		{ 5, "..", "network interface name" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (int which = 0; which < 2; which++) {
+			const char *name = names[cases[i].name][which];
+			reset();
+			set_value(name, cases[i].value);
+			load_fails(0, (const char *const[]){ fmt("%s '%s'", name, cases[i].value),
+							     cases[i].want, NULL });
+		}
+}
+
+CI_TEST(ci, values_are_quoted_on_one_line)
+{
+	env("SLOTRUN_NNODES", "1\n2");
+	FAILS("SLOTRUN_NNODES '1\\x0a2'");
+	reset();
+	char long_value[400];
+	memset(long_value, 'a', sizeof(long_value) - 1);
+	long_value[sizeof(long_value) - 1] = '\0';
+	long_value[300] = ' ';
+	env("SLOTRUN_ADDRS", long_value);
+	FAILS("SLOTRUN_ADDRS 'aaaa", "...'");
+	cr_assert_lt(strlen(ERR), 300);
+}
+
+CI_TEST(ci, overridden_sources_are_still_checked)
+{
+	FL.master_port = "1000";
+	env("C10D_PORT", "abc");
+	FAILS("C10D_PORT 'abc'");
+	reset();
+	FL.nnodes = "1";
+	FL.node_rank = "0";
+	FL.addrs = "localhost";
+	env("SLOTRUN_NODE_RANK", "x");
+	FAILS("SLOTRUN_NODE_RANK 'x'");
+}
+
+CI_TEST(ci, cuda_visible_devices_errors)
+{
+	env("CUDA_VISIBLE_DEVICES", "0,foo");
+	FAILS("CUDA_VISIBLE_DEVICES '0,foo': entry 'foo' is neither a device index nor a GPU-/MIG- UUID");
+	reset();
+	env("CUDA_VISIBLE_DEVICES", "1,1");
+	FAILS("CUDA_VISIBLE_DEVICES '1,1': GPU '1' is listed twice");
+	reset();
+	env("CUDA_VISIBLE_DEVICES", "0,-1");
+	FAILS("CUDA_VISIBLE_DEVICES", "entry '-1'");
+}
+
+CI_TEST(ci, lists_too_long)
+{
+	/* 65537 entries each: one more than CI_MAX_NODES */
+	static char addrs[65537 * 2], json[65537 * 2 + 64], slots[1025 * 5 + 64];
+	size_t o = 0;
+
+	for (int i = 0; i < 65537; i++)
+		o += (size_t)sprintf(addrs + o, "%sa", i ? "," : "");
+	env("SLOTRUN_ADDRS", addrs);
+	FAILS("SLOTRUN_ADDRS 'a,a,a", "more than 65536 entries");
+
+	reset();
+	o = (size_t)sprintf(json, "{\"container_slot_counts\": [");
+	for (int i = 0; i < 65537; i++)
+		o += (size_t)sprintf(json + o, "%s1", i ? "," : "");
+	sprintf(json + o, "]}");
+	file("rendezvous.json", json);
+	FAILS("rendezvous.json: container_slot_counts has 65537 entries: at most 65536");
+
+	reset();
+	o = (size_t)sprintf(slots, "{\"slot_ids\": [");
+	for (int i = 0; i < 1025; i++)
+		o += (size_t)sprintf(slots + o, "%s%d", i ? "," : "", i);
+	sprintf(slots + o, "]}");
+	file("cluster.json", slots);
+	FAILS("cluster.json: slot_ids has 1025 entries: at most 1024");
+}
+
+CI_TEST(ci, blanks_around_list_entries_are_forgiven)
+{
+	FL.addrs = " a ,\tb ";
+	FL.node_rank = "0";
+	FL.slots = "1 , 2";
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "a");
+	cr_assert_str_eq(CI.addrs[1], "b");
+	cr_assert_eq(CI.world_size, 3);
+}
+
+CI_TEST(ci, null_list_entries)
+{
+	file("rendezvous.json", "{\"container_addrs\": [null]}");
+	FAILS("rendezvous.json: container_addrs entry 0 must be a string, got null");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [null]}");
+	FAILS("container_slot_counts: entry 0 must be an integer, got null");
+}
+
+CI_TEST(ci, default_slots_are_capped)
+{
+	load_ok(CI_MAX_SLOTS + 5);
+	cr_assert_eq(CI.slots, CI_MAX_SLOTS);
+}
+
+CI_TEST(ci, free_is_safe_on_null_and_empty)
+{
+	struct cluster_info empty = { 0 };
+
+	ci_free(NULL);
+	ci_free(&empty);
+	cr_assert_str_eq(ci_source_name((enum ci_source)42), "unknown");
+}
+
+/* ---- errors: sources that disagree ---- */
+
+CI_TEST(ci, flag_counts_disagree)
+{
+	FL.nnodes = "3";
+	FL.addrs = "a,b";
+	FAILS("--addrs 'a,b' (2 addresses) disagrees with --nnodes '3' (3 nodes)");
+	reset();
+	FL.nnodes = "3";
+	FL.slots = "4,4";
+	FL.addrs = "a,b,c";
+	FL.node_rank = "0";
+	FAILS("--slots '4,4' has 2 entries, but --nnodes '3' gives 3 nodes");
+}
+
+CI_TEST(ci, node_rank_out_of_range_across_sources)
+{
+	FL.node_rank = "5";
+	env("SLOTRUN_ADDRS", "a,b");
+	FAILS("--node-rank '5' is out of range", "2 nodes (0..1)", "SLOTRUN_ADDRS");
+	reset();
+	FL.node_rank = "5";
+	FL.nnodes = "2";
+	FL.addrs = "a,b";
+	FAILS("--node-rank '5' is out of range: --nnodes '2' names 2 nodes (0..1)");
+	reset();
+	FL.node_rank = "1";
+	FAILS("--node-rank '1' is out of range", "the default", "1 nodes (0..0)");
+}
+
+CI_TEST(ci, flag_node_count_against_lower_address_list)
+{
+	FL.nnodes = "1";
+	env("SLURM_JOB_NODELIST", "n[1-4]");
+	env("SLURM_NODEID", "0");
+	FAILS("SLURM_JOB_NODELIST 'n[1-4]' (4 addresses) disagrees with --nnodes '1' (1 nodes)");
+}
+
+CI_TEST(ci, many_nodes_need_addresses)
+{
+	FL.nnodes = "2";
+	FL.node_rank = "0";
+	FAILS("--nnodes '2' gives 2 nodes but no source names their addresses", "--addrs",
+	      "SLOTRUN_ADDRS");
+	reset();
+	env("SLURM_NODEID", "1");
+	env("SLURM_NNODES", "2");
+	FAILS("SLURM_NNODES '2' gives 2 nodes but no source names their addresses");
+}
+
+CI_TEST(ci, many_nodes_need_a_rank)
+{
+	FL.addrs = "a,b";
+	FAILS("--addrs 'a,b' gives 2 nodes but no source names this node's rank", "--node-rank",
+	      "SLOTRUN_NODE_RANK");
+}
+
+CI_TEST(ci, slot_list_length_against_other_source)
+{
+	env("SLOTRUN_SLOTS", "4,4");
+	env("SLURM_JOB_NODELIST", "n[1-3]");
+	env("SLURM_NODEID", "0");
+	FL.nnodes = "3";
+	FL.node_rank = "0";
+	FAILS("SLOTRUN_SLOTS '4,4' has 2 entries", "3 nodes");
+}
+
+CI_TEST(ci, explicit_slots_disagree_with_gpu_list)
+{
+	FL.slots = "4";
+	env("DET_SLOT_IDS", "[0,1]");
+	FAILS("--slots '4' gives this node 4 slots, but DET_SLOT_IDS '[0,1]' names 2 GPUs");
+	reset();
+	env("SLOTRUN_SLOTS", "2");
+	env("CUDA_VISIBLE_DEVICES", "0,1,2,3");
+	FAILS("SLOTRUN_SLOTS '2'", "CUDA_VISIBLE_DEVICES '0,1,2,3' names 4 GPUs");
+	reset();
+	file("rendezvous.json", "{\"container_slot_counts\": [8, 2], \"container_rank\": 1,"
+	     " \"container_addrs\": [\"a\", \"b\"]}");
+	env("DET_SLOT_IDS", "[0,1,2,3,4,5,6,7]");
+	FAILS("rendezvous.json container_slot_counts gives this node 2 slots",
+	      "DET_SLOT_IDS '[0,1,2,3,4,5,6,7]' names 8 GPUs");
+	reset();
+	FL.slots = "1,3";
+	FL.addrs = "a,b";
+	FL.node_rank = "1";
+	env("SLURM_NODEID", "1");
+	env("SLURM_STEP_GPUS", "0");
+	FAILS("--slots '1,3' gives this node 3 slots", "SLURM_STEP_GPUS '0' names 1 GPUs");
+}
+
+/* ---- hostlists ---- */
+
+/* Arrays, not pointers: Criterion hands parameters to a test running in
+ * another process, where only cr_malloc'd pointers would be valid. */
+struct hl_case {
+	char in[320];
+	char want[96];       /* names joined by ' ', or the error's words */
+};
+
+static void join(char **hosts, int n, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (int i = 0; i < n; i++)
+		snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? " " : "", hosts[i]);
+}
+
+TestSuite(hostlist);
+
+ParameterizedTestParameters(hostlist, expands)
+{
+	static struct hl_case cases[] = {
+		{ "gpu[01-04,07],cpu-a[1-2]", "gpu01 gpu02 gpu03 gpu04 gpu07 cpu-a1 cpu-a2" },
+		{ "node1", "node1" },
+		{ "a,b,c", "a b c" },
+		{ "r[1-2]n[01-02]", "r1n01 r1n02 r2n01 r2n02" },
+		{ "a[1-2]b[3]c[5-6]d", "a1b3c5d a1b3c6d a2b3c5d a2b3c6d" },
+		{ "n[8-10]", "n8 n9 n10" },
+		{ "n[08-10]", "n08 n09 n10" },
+		{ "n[098-101]", "n098 n099 n100 n101" },
+		{ "n[007]", "n007" },
+		{ "x[3,1]", "x3 x1" },
+		{ "[1-3]", "1 2 3" },
+		{ "gpu[1-2]-ib", "gpu1-ib gpu2-ib" },
+		{ "10.0.0.[1-3]", "10.0.0.1 10.0.0.2 10.0.0.3" },
+		{ "n[0-1],m,k[5]", "n0 n1 m k5" },
+		{ "rack[1-2]-node[1,3]", "rack1-node1 rack1-node3 rack2-node1 rack2-node3" },
+		{ "n[0-0]", "n0" },
+		{ "n[999999999]", "n999999999" },
+	};
+	return cr_make_param_array(struct hl_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct hl_case *tc, hostlist, expands)
+{
+	char **hosts = NULL, err[256] = "", got[512];
+	int n = -1;
+
+	cr_assert_eq(ci_parse_hostlist(tc->in, &hosts, &n, err, sizeof(err)), 0, "'%s': %s",
+		     tc->in, err);
+	join(hosts, n, got, sizeof(got));
+	cr_assert_str_eq(got, tc->want, "'%s'", tc->in);
+	for (int i = 0; i < n; i++)
+		free(hosts[i]);
+	free(hosts);
+	no_leaks();
+}
+
+ParameterizedTestParameters(hostlist, rejects)
+{
+	static struct hl_case cases[] = {
+		{ "gpu[01-", "'gpu[01-': unclosed '['" },
+		{ "n[1-2", "unclosed '['" },
+		{ "", "hostlist '': empty host list" },
+		{ "a,,b", "empty host name" },
+		{ "a,", "empty host name" },
+		{ ",a", "empty host name" },
+		{ "n[5-3]", "reversed range '5-3'" },
+		{ "n[]", "empty '[]'" },
+		{ "n[1-]", "expected numbers or ranges" },
+		{ "n[-3]", "expected numbers or ranges" },
+		{ "n[a]", "expected numbers or ranges" },
+		{ "n[1,]", "expected numbers or ranges" },
+		{ "n[1 ]", "expected numbers or ranges" },
+		{ "n[1-2-3]", "expected numbers or ranges" },
+		{ "n[1234567890]", "expected numbers or ranges" },
+		{ "n1-2]", "']' without '['" },
+		{ "n[1[2]]", "'[' inside '[...]'" },
+		{ "n[0-65536]", "expands to more than 65536 hosts" },
+		{ "a[0-300]b[0-300]", "expands to more than 65536 hosts" },
+		{ "n[1-40000],m[1-40000]", "expands to more than 65536 hosts" },
+		{ "n[0-999999999]", "expands to more than 65536 hosts" },
+		{ "bad host", "unexpected character ' '" },
+		{ "a\tb", "unexpected character '\\x09'" },
+		{ "a;b\n", "unexpected character '\\x0a'" },
+		{ "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+		  "xxxxxxxxxx[1-10]", "longer than 253" },
+	};
+	return cr_make_param_array(struct hl_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct hl_case *tc, hostlist, rejects)
+{
+	char **hosts = (char **)1, err[512] = "";
+	int n = -1;
+
+	cr_assert_eq(ci_parse_hostlist(tc->in, &hosts, &n, err, sizeof(err)), -EINVAL,
+		     "'%s' was accepted", tc->in);
+	cr_assert_null(hosts);
+	cr_assert_eq(n, 0);
+	cr_assert_not_null(strstr(err, tc->want), "'%s': message '%s' lacks '%s'", tc->in, err,
+			   tc->want);
+	cr_assert_null(strchr(err, '\n'));
+	no_leaks();
+}
+
+CI_TEST(hostlist, largest_allowed)
+{
+	char **hosts = NULL, err[256] = "";
+	int n = 0;
+
+	cr_assert_eq(ci_parse_hostlist("n[00001-65536]", &hosts, &n, err, sizeof(err)), 0, "%s",
+		     err);
+	cr_assert_eq(n, CI_MAX_NODES);
+	cr_assert_str_eq(hosts[0], "n00001");
+	cr_assert_str_eq(hosts[n - 1], "n65536");
+	for (int i = 0; i < n; i++)
+		free(hosts[i]);
+	free(hosts);
+}
+
+CI_TEST(hostlist, name_length_limit)
+{
+	char in[300], **hosts = NULL, err[512] = "";
+	int n = 0;
+
+	memset(in, 'x', 251);
+	strcpy(in + 251, "[9-10]");    /* longest name: 253 */
+	cr_assert_eq(ci_parse_hostlist(in, &hosts, &n, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(strlen(hosts[1]), 253);
+	for (int i = 0; i < n; i++)
+		free(hosts[i]);
+	free(hosts);
+	strcpy(in + 251, "[09-10]x");
+	cr_assert_eq(ci_parse_hostlist(in, &hosts, &n, err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, "longer than 253"), "%s", err);
+}
+
+CI_TEST(hostlist, null_is_empty)
+{
+	char **hosts = NULL, err[256] = "";
+	int n = 0;
+
+	cr_assert_eq(ci_parse_hostlist(NULL, &hosts, &n, err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, "empty host list"));
+}
+
+/* ---- source names ---- */
+
+CI_TEST(ci, source_names)
+{
+	cr_assert_str_eq(ci_source_name(CI_SRC_FLAG), "flag");
+	cr_assert_str_eq(ci_source_name(CI_SRC_DETERMINED), "determined");
+	cr_assert_str_eq(ci_source_name(CI_SRC_SLURM), "slurm");
+	cr_assert_str_eq(ci_source_name(CI_SRC_SLOTRUN_ENV), "env");
+	cr_assert_str_eq(ci_source_name(CI_SRC_DEFAULT), "default");
+}
+
+/* ---- the real environment and files ---- */
+
+static char tmpdir[64];
+
+static void real_setup(void)
+{
+	static const char *const vars[] = { "SLURM_JOB_NODELIST", "SLURM_NODEID", "SLURM_NNODES",
+		"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "DET_SLOT_IDS",
+		"DET_INTER_NODE_NETWORK_INTERFACE", "C10D_PORT", "SLOTRUN_NNODES",
+		"SLOTRUN_NODE_RANK", "SLOTRUN_ADDRS", "SLOTRUN_SLOTS", "SLOTRUN_MASTER_PORT",
+		"SLOTRUN_IFACE" };
+
+	/* the test may itself run under Slurm or on a GPU box */
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		unsetenv(vars[i]);
+	strcpy(tmpdir, "/tmp/ci_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	setenv("SLOTRUN_DET_INFO_DIR", tmpdir, 1);
+}
+
+static void real_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", tmpdir);
+}
+
+static const char *write_file(const char *name, const char *text, size_t len)
+{
+	const char *path = fmt("%s/%s", tmpdir, name);
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+	return path;
+}
+
+TestSuite(process_env, .init = real_setup, .fini = real_teardown, .timeout = 20);
+
+CI_TEST(process_env, reads_files_and_environment)
+{
+	const char *rv = "{\"container_addrs\":[\"10.1.0.1\",\"10.1.0.2\"],\"container_rank\":1}";
+	struct cluster_info ci;
+	char err[256];
+
+	write_file("rendezvous.json", rv, strlen(rv));
+	setenv("SLOTRUN_SLOTS", "3", 1);
+	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(ci.nnodes, 2);
+	cr_assert_eq(ci.node_rank, 1);
+	cr_assert_str_eq(ci.addrs[1], "10.1.0.2");
+	cr_assert_eq(ci.slots, 3);
+	cr_assert_eq(ci.rank_base, 3);
+	ci_free(&ci);
+	ci_free(&ci);    /* harmless twice */
+}
+
+CI_TEST(process_env, absent_files_are_enoent)
+{
+	errno = 0;
+	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/none.json", tmpdir)));
+	cr_assert_eq(errno, ENOENT);
+}
+
+CI_TEST(process_env, reads_a_file_whole)
+{
+	static char big[200000];
+	char *got;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	write_file("big", big, sizeof(big));
+	got = ci_process_env.read_file(NULL, fmt("%s/big", tmpdir));
+	cr_assert_not_null(got);
+	cr_assert_eq(strlen(got), sizeof(big));
+	cr_assert(!memcmp(got, big, sizeof(big)));
+	free(got);
+	write_file("empty", "", 0);
+	got = ci_process_env.read_file(NULL, fmt("%s/empty", tmpdir));
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, "");
+	free(got);
+}
+
+CI_TEST(process_env, refuses_large_files)
+{
+	static char big[CI_MAX_FILE_SIZE + 1];
+
+	memset(big, ' ', sizeof(big));
+	write_file("big", big, sizeof(big));
+	errno = 0;
+	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/big", tmpdir)));
+	cr_assert_eq(errno, EFBIG);
+	write_file("exact", big, CI_MAX_FILE_SIZE);
+	char *got = ci_process_env.read_file(NULL, fmt("%s/exact", tmpdir));
+	cr_assert_not_null(got, "a file of exactly the limit is fine");
+	free(got);
+}
+
+CI_TEST(process_env, refuses_directories_and_fifos)
+{
+	const char *fifo = fmt("%s/fifo", tmpdir);
+
+	errno = 0;
+	cr_assert_null(ci_process_env.read_file(NULL, tmpdir));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	errno = 0;
+	cr_assert_null(ci_process_env.read_file(NULL, fifo), "a FIFO must not block");
+	cr_assert_eq(errno, EINVAL);
+}
+
+CI_TEST(process_env, a_large_rendezvous_file_is_an_error)
+{
+	static char big[CI_MAX_FILE_SIZE + 10];
+	struct cluster_info ci;
+	char err[256];
+
+	memset(big, ' ', sizeof(big));
+	big[0] = '{';
+	big[sizeof(big) - 1] = '}';
+	write_file("rendezvous.json", big, sizeof(big));
+	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), -EINVAL);
+	cr_assert_not_null(strstr(err, "rendezvous.json: cannot read: larger than"), "%s", err);
+}
