@@ -85,6 +85,45 @@ static void job_secret(const struct cluster_info *ci, char *buf, size_t len)
 	snprintf(buf, len, "derived-%016lx", h);
 }
 
+/* The worker's CUDA_VISIBLE_DEVICES must be in the numbering CUDA sees in
+ * this environment, while placement used physical ids.  They differ inside
+ * a container (Determined's slot ids are the agent's devices; the container
+ * sees its own GPUs from 0) and under Slurm's device cgroups: then an
+ * inherited CUDA_VISIBLE_DEVICES gives the slot's entry, and without one a
+ * Determined container numbers its GPUs by position. */
+static int cuda_numbering(const struct cluster_info *ci, struct topo_slot *ts)
+{
+	const char *inh = getenv("CUDA_VISIBLE_DEVICES");
+	char *list = NULL, *entries[CI_MAX_SLOTS], *save = NULL;
+	int n = 0;
+
+	if (!ci->gpus || (ci->src_gpus != CI_SRC_DETERMINED && ci->src_gpus != CI_SRC_SLURM))
+		return 0;
+	if (inh && *inh && strcmp(inh, "-1") != 0 && strcmp(inh, "NoDevFiles") != 0) {
+		list = strdup(inh);
+		if (!list)
+			return -ENOMEM;
+		for (char *t = strtok_r(list, ",", &save); t && n < CI_MAX_SLOTS; t = strtok_r(NULL, ",", &save))
+			entries[n++] = t;
+	} else if (ci->src_gpus == CI_SRC_SLURM) {
+		return 0; /* bare metal: Slurm's ids are CUDA's */
+	}
+	for (int i = 0; i < ci->slots; i++) {
+		char pos[16], *v;
+
+		snprintf(pos, sizeof(pos), "%d", i % ci->ngpus);
+		v = strdup(n > 0 ? entries[(i % ci->ngpus) % n] : pos);
+		if (!v) {
+			free(list);
+			return -ENOMEM;
+		}
+		free(ts[i].gpu);
+		ts[i].gpu = v;
+	}
+	free(list);
+	return 0;
+}
+
 static int mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
@@ -153,9 +192,10 @@ int main(int argc, char **argv)
 		po.iface = ifname;
 	}
 
-	/* Each slot's GPU: ClusterInfo's list, else the topology's GPUs by
-	 * index (shared round-robin when there are more slots than GPUs). */
-	if (ci.gpus || visible > 0) {
+	/* Each slot's GPU for placement: ClusterInfo's list (physical ids),
+	 * else the topology's GPUs by index (shared round-robin when there are
+	 * more slots than GPUs). */
+	if (!ci.gpus_none && (ci.gpus || visible > 0)) {
 		gpus = calloc((size_t)ci.slots + 1, sizeof(char *));
 		gpubuf = calloc((size_t)ci.slots, sizeof(*gpubuf));
 		if (!gpus || !gpubuf) {
@@ -181,6 +221,10 @@ int main(int argc, char **argv)
 			fail(2, err);
 			goto out;
 		}
+		if (gpus && cuda_numbering(&ci, tslots) < 0) {
+			fail(1, "out of memory");
+			goto out;
+		}
 	}
 
 	job_secret(&ci, secret, sizeof(secret));
@@ -190,6 +234,13 @@ int main(int argc, char **argv)
 		fail(1, "out of memory");
 		goto out;
 	}
+
+	if (o.report_bindings && tslots)
+		for (int i = 0; i < ci.slots; i++) {
+			char line[512];
+			topo_format_binding(&tslots[i], plan.slots[i].rank, line, sizeof(line));
+			fprintf(stderr, "slotrun: %s\n", line);
+		}
 
 	if (o.dry_run) {
 		for (int i = 0; i < plan.nslots; i++) {
@@ -239,13 +290,6 @@ int main(int argc, char **argv)
 		code = fail(127, "cannot find wrap_rank beside slotrun or on PATH (set SLOTRUN_WRAP_RANK, or use --no-wrap)");
 		goto out;
 	}
-
-	if (o.report_bindings && tslots)
-		for (int i = 0; i < ci.slots; i++) {
-			char line[512];
-			topo_format_binding(&tslots[i], plan.slots[i].rank, line, sizeof(line));
-			fprintf(stderr, "slotrun: %s\n", line);
-		}
 
 	code = runner_run(&(struct runner_cfg){
 		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,

@@ -80,9 +80,14 @@ def all_succeed_with_the_worker_environment():
 
 @case
 def first_failure_code_returned_and_siblings_stopped():
+    d = tempfile.mkdtemp()
     t0 = time.monotonic()
+    # rank 2 fails once every rank has printed its pid (a barrier on files)
     code, out, err = slotrun("--slots", "4", "--", "sh", "-c",
-                             'echo pid $$; if [ "$RANK" = 2 ]; then echo boom >&2; exit 5; fi; exec sleep 60')
+                             f'echo pid $$; touch {d}/$RANK; if [ "$RANK" = 2 ]; then '
+                             f'while [ $(ls {d} | wc -l) -lt 4 ]; do sleep 0.01; done; echo boom >&2; exit 5; fi; '
+                             'exec sleep 60')
+    shutil.rmtree(d)
     assert code == 5, (code, err)
     assert time.monotonic() - t0 < 20, "siblings were not stopped"
     pids = [int(m) for m in re.findall(rb"\] pid (\d+)", out)]
@@ -528,6 +533,22 @@ def inherited_cuda_visible_devices_narrows_the_gpus():
     rows = [json.loads(l) for l in out.decode().splitlines()]
     assert [r["gpu"] for r in rows] == ["5", "2"], rows
     assert rows[0]["numa"] == "1" and rows[1]["numa"] == "0", rows
+
+
+@case
+def determined_slot_ids_place_physically_but_number_as_cuda_sees():
+    xml = os.path.join(HERE, "..", "data", "gpu8_2socket.xml")
+    # Agent GPUs 2 and 3 (NUMA 0 in the fixture); the container sees them as 0 and 1.
+    code, out, err = slotrun("--dry-run", env={"HWLOC_XMLFILE": xml, "DET_SLOT_IDS": "[2,3]"})
+    assert code == 0, err
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["gpu"] for r in rows] == ["0", "1"], rows
+    assert [r["numa"] for r in rows] == ["0", "0"], rows
+    code, out, err = slotrun("--dry-run", env={"HWLOC_XMLFILE": xml, "DET_SLOT_IDS": "[2,3]",
+                                               "CUDA_VISIBLE_DEVICES": "GPU-aa,GPU-bb"})
+    rows = [json.loads(l) for l in out.decode().splitlines()]
+    assert [r["gpu"] for r in rows] == ["GPU-aa", "GPU-bb"], rows
+    assert [r["numa"] for r in rows] == ["0", "0"], rows
 
 
 @case
