@@ -10,31 +10,9 @@
 #include <unistd.h>
 
 #include "cluster_info.h"
+#include "leak_check.h"
 
-/* LeakSanitizer reports at the exit of Criterion's worker, after the result
- * is recorded, so a leak never fails a test (an assertion or abort() in .fini
- * does not either).  Each test body therefore ends by asking LSan itself;
- * what the fixtures hold (CI, F) is reachable from globals, not a leak. */
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/lsan_interface.h>
-static void no_leaks(void)
-{
-	cr_assert_eq(__lsan_do_recoverable_leak_check(), 0, "memory leaked: see the report above");
-}
-#else
-static void no_leaks(void)
-{
-}
-#endif
-
-#define CI_TEST(suite, name)                            \
-	static void suite##_##name##_body(void);        \
-	Test(suite, name)                               \
-	{                                               \
-		suite##_##name##_body();                \
-		no_leaks();                             \
-	}                                               \
-	static void suite##_##name##_body(void)
+#define CI_TEST(suite, name) LEAK_TEST(suite, name)
 
 /* ---- a fake world: environment and files as values ---- */
 
@@ -1341,7 +1319,7 @@ ParameterizedTest(struct hl_case *tc, hostlist, expands)
 	for (int i = 0; i < n; i++)
 		free(hosts[i]);
 	free(hosts);
-	no_leaks();
+	leak_check();
 }
 
 ParameterizedTestParameters(hostlist, rejects)
@@ -1391,7 +1369,7 @@ ParameterizedTest(struct hl_case *tc, hostlist, rejects)
 	cr_assert_not_null(strstr(err, tc->want), "'%s': message '%s' lacks '%s'", tc->in, err,
 			   tc->want);
 	cr_assert_null(strchr(err, '\n'));
-	no_leaks();
+	leak_check();
 }
 
 CI_TEST(hostlist, largest_allowed)

@@ -6,8 +6,9 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "leak_check.h"
 
-Test(io, parse_long_accepts_plain_numbers)
+LEAK_TEST(io, parse_long_accepts_plain_numbers)
 {
 	long v;
 
@@ -19,7 +20,7 @@ Test(io, parse_long_accepts_plain_numbers)
 	cr_assert_eq(v, -3);
 }
 
-Test(io, parse_long_rejects_junk_and_range)
+LEAK_TEST(io, parse_long_rejects_junk_and_range)
 {
 	long v;
 	const char *bad[] = { "", " 1", "+1", "1 ", "1x", "x", "0x10", "-1" };
@@ -31,7 +32,7 @@ Test(io, parse_long_rejects_junk_and_range)
 	cr_assert_eq(io_parse_long(NULL, 0, 100, &v), -EINVAL);
 }
 
-Test(io, write_all_finishes_on_nonblocking_pipe, .timeout = 10)
+LEAK_TEST_OPTS(io, write_all_finishes_on_nonblocking_pipe, .timeout = 10)
 {
 	int p[2], status;
 	static char big[1 << 20];
@@ -59,7 +60,7 @@ Test(io, write_all_finishes_on_nonblocking_pipe, .timeout = 10)
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader got less than was written");
 }
 
-Test(io, read_reports_eof_and_errors)
+LEAK_TEST(io, read_reports_eof_and_errors)
 {
 	int p[2];
 	char c;

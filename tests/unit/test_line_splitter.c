@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "line_splitter.h"
+#include "leak_check.h"
 
 /* Collects every write so tests can check both the bytes and how they were
  * cut into writes. */
@@ -93,7 +94,7 @@ static void check_against_reference(const char *in, size_t n, const size_t *cuts
 
 static const char endings[] = "a\nbb\r\ncc\rdd\n\n\r\r\n\r\rx\r\n\ny";
 
-Test(line_splitter, every_ending_split_at_every_offset)
+LEAK_TEST(line_splitter, every_ending_split_at_every_offset)
 {
 	size_t n = sizeof(endings) - 1;
 
@@ -101,7 +102,7 @@ Test(line_splitter, every_ending_split_at_every_offset)
 		check_against_reference(endings, n, &cut, 1);
 }
 
-Test(line_splitter, every_pair_of_cuts)
+LEAK_TEST(line_splitter, every_pair_of_cuts)
 {
 	size_t n = sizeof(endings) - 1;
 
@@ -112,7 +113,7 @@ Test(line_splitter, every_pair_of_cuts)
 		}
 }
 
-Test(line_splitter, byte_by_byte)
+LEAK_TEST(line_splitter, byte_by_byte)
 {
 	size_t n = sizeof(endings) - 1, cuts[sizeof(endings)];
 
@@ -121,7 +122,7 @@ Test(line_splitter, byte_by_byte)
 	check_against_reference(endings, n, cuts, n);
 }
 
-Test(line_splitter, exact_output_for_each_ending)
+LEAK_TEST(line_splitter, exact_output_for_each_ending)
 {
 	static const char in[] = "one\ntwo\r\nthree\rfour";
 	static const char want[] = "[rank=7] one\n[rank=7] two\n[rank=7] three\n[rank=7] four\n";
@@ -133,7 +134,7 @@ Test(line_splitter, exact_output_for_each_ending)
 	free(s.buf);
 }
 
-Test(line_splitter, empty_lines_are_lines)
+LEAK_TEST(line_splitter, empty_lines_are_lines)
 {
 	static const char in[] = "\n\n\r\n\r";
 	static const char want[] = "[rank=7] \n[rank=7] \n[rank=7] \n[rank=7] \n";
@@ -145,7 +146,7 @@ Test(line_splitter, empty_lines_are_lines)
 	free(s.buf);
 }
 
-Test(line_splitter, nul_and_invalid_utf8_pass_through)
+LEAK_TEST(line_splitter, nul_and_invalid_utf8_pass_through)
 {
 	static const char in[] = "a\0b\xff\xfe\xc3(\n\0\n";
 	static const char want[] = "[rank=7] a\0b\xff\xfe\xc3(\n[rank=7] \0\n";
@@ -157,7 +158,7 @@ Test(line_splitter, nul_and_invalid_utf8_pass_through)
 	free(s.buf);
 }
 
-Test(line_splitter, last_line_without_newline_written_at_finish)
+LEAK_TEST(line_splitter, last_line_without_newline_written_at_finish)
 {
 	struct line_splitter ls;
 	struct sink s = { 0 };
@@ -171,7 +172,7 @@ Test(line_splitter, last_line_without_newline_written_at_finish)
 	free(s.buf);
 }
 
-Test(line_splitter, complete_line_goes_out_at_once)
+LEAK_TEST(line_splitter, complete_line_goes_out_at_once)
 {
 	struct line_splitter ls;
 	struct sink s = { 0 };
@@ -186,7 +187,7 @@ Test(line_splitter, complete_line_goes_out_at_once)
 	free(s.buf);
 }
 
-Test(line_splitter, cr_then_lf_across_feeds_is_one_ending)
+LEAK_TEST(line_splitter, cr_then_lf_across_feeds_is_one_ending)
 {
 	struct line_splitter ls;
 	struct sink s = { 0 };
@@ -226,7 +227,7 @@ ParameterizedTest(size_t *len, line_splitter, long_lines)
 	free(in);
 }
 
-Test(line_splitter, random_streams_match_reference)
+LEAK_TEST(line_splitter, random_streams_match_reference)
 {
 	static const char alphabet[] = "ab\n\r\0\xff";
 	size_t n = 200000;
@@ -252,7 +253,7 @@ Test(line_splitter, random_streams_match_reference)
 	free(in);
 }
 
-Test(line_splitter, batches_many_lines_per_write)
+LEAK_TEST(line_splitter, batches_many_lines_per_write)
 {
 	struct line_splitter ls;
 	struct sink s = { 0 };
@@ -269,7 +270,7 @@ Test(line_splitter, batches_many_lines_per_write)
 	free(s.buf);
 }
 
-Test(line_splitter, prefix_too_long_rejected)
+LEAK_TEST(line_splitter, prefix_too_long_rejected)
 {
 	struct line_splitter ls;
 	char prefix[LS_PREFIX_MAX + 1];
@@ -279,7 +280,7 @@ Test(line_splitter, prefix_too_long_rejected)
 	cr_assert_eq(ls_init(&ls, prefix, sink_write, NULL), -EINVAL);
 }
 
-Test(line_splitter, write_error_is_returned)
+LEAK_TEST(line_splitter, write_error_is_returned)
 {
 	struct line_splitter ls;
 	struct sink s = { .fail_with = EPIPE };

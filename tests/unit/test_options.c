@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "options.h"
+#include "leak_check.h"
 
 static const char *const *fake_env;
 
@@ -30,7 +31,7 @@ static int parse(const char *const *argv_in, struct options *o, char *err)
 	return opt_parse(argc, argv, &env, o, err, 512);
 }
 
-Test(options, defaults)
+LEAK_TEST(options, defaults)
 {
 	struct options o;
 	char err[512];
@@ -45,7 +46,7 @@ Test(options, defaults)
 	cr_assert_str_eq(o.argv[2], "--lr", "options after COMMAND belong to it");
 }
 
-Test(options, flags_fill_cluster_info_and_beat_env)
+LEAK_TEST(options, flags_fill_cluster_info_and_beat_env)
 {
 	struct options o;
 	char err[512];
@@ -71,7 +72,7 @@ Test(options, flags_fill_cluster_info_and_beat_env)
 	cr_assert_str_eq(o.argv[0], "cmd");
 }
 
-Test(options, env_fills_what_flags_leave)
+LEAK_TEST(options, env_fills_what_flags_leave)
 {
 	struct options o;
 	char err[512];
@@ -88,7 +89,7 @@ Test(options, env_fills_what_flags_leave)
 	cr_assert_str_eq(o.error_file, "/x");
 }
 
-Test(options, bad_values_name_the_option)
+LEAK_TEST(options, bad_values_name_the_option)
 {
 	struct { const char *argv[6]; const char *env; const char *want; } cases[] = {
 		{ { "slotrun", "--grace", "-1", "x", NULL }, NULL, "--grace '-1'" },

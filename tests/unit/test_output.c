@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "output.h"
+#include "leak_check.h"
 
 static int tail_of(struct out_tail *t, char ***lines)
 {
@@ -20,7 +21,7 @@ static void free_lines(char **lines, int n)
 	free(lines);
 }
 
-Test(output, tail_keeps_the_last_twenty_lines)
+LEAK_TEST(output, tail_keeps_the_last_twenty_lines)
 {
 	struct out_tail *t = calloc(1, sizeof(*t));
 	char line[64], **lines;
@@ -38,7 +39,7 @@ Test(output, tail_keeps_the_last_twenty_lines)
 	free(t);
 }
 
-Test(output, tail_drops_an_unfinished_last_line_and_a_cut_first_line)
+LEAK_TEST(output, tail_drops_an_unfinished_last_line_and_a_cut_first_line)
 {
 	struct out_tail *t = calloc(1, sizeof(*t));
 	char *big = malloc(OUT_TAIL_BYTES), **lines;
@@ -56,7 +57,7 @@ Test(output, tail_drops_an_unfinished_last_line_and_a_cut_first_line)
 	free(t);
 }
 
-Test(output, tail_of_nothing_is_empty)
+LEAK_TEST(output, tail_of_nothing_is_empty)
 {
 	struct out_tail t = { 0 };
 	char **lines;
@@ -65,7 +66,7 @@ Test(output, tail_of_nothing_is_empty)
 	free(lines);
 }
 
-Test(output, ranks_filter_parses_lists_and_ranges)
+LEAK_TEST(output, ranks_filter_parses_lists_and_ranges)
 {
 	bool *shown;
 	char err[256];
@@ -77,7 +78,7 @@ Test(output, ranks_filter_parses_lists_and_ranges)
 	free(shown);
 }
 
-Test(output, ranks_filter_rejects_bad_specs)
+LEAK_TEST(output, ranks_filter_rejects_bad_specs)
 {
 	const char *bad[] = { "", ",", "1,", "a", "1-", "-1", "3-1", "6", "0-9", "1 2", "1,,2" };
 	bool *shown;
@@ -90,7 +91,7 @@ Test(output, ranks_filter_rejects_bad_specs)
 	}
 }
 
-Test(output, stream_passes_whole_lines_to_console_file_and_tail)
+LEAK_TEST(output, stream_passes_whole_lines_to_console_file_and_tail)
 {
 	int in[2], con[2];
 	char path[] = "/tmp/slotrun-test-out-XXXXXX", buf[256], **lines;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "leak_check.h"
 
 static const char *const *fake_env;
 
@@ -41,7 +42,7 @@ static const char *get(const struct plan_slot *s, const char *name)
 	return NULL;
 }
 
-Test(plan, ranks_and_the_environment_contract)
+LEAK_TEST(plan, ranks_and_the_environment_contract)
 {
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "s3cret", .iface = "eth1" };
@@ -79,7 +80,7 @@ Test(plan, ranks_and_the_environment_contract)
 	plan_free(&p);
 }
 
-Test(plan, gpu_cpus_and_what_the_user_set)
+LEAK_TEST(plan, gpu_cpus_and_what_the_user_set)
 {
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "x", .iface = "eth1", .pci_order = true };
@@ -110,7 +111,7 @@ Test(plan, gpu_cpus_and_what_the_user_set)
 	plan_free(&p);
 }
 
-Test(plan, dry_run_row_is_json_with_the_secret_hidden)
+LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 {
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "topsecret" };
@@ -142,7 +143,7 @@ Test(plan, dry_run_row_is_json_with_the_secret_hidden)
 	plan_free(&p);
 }
 
-Test(plan, envp_overrides_and_keeps_the_rest)
+LEAK_TEST(plan, envp_overrides_and_keeps_the_rest)
 {
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "x" };

@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "leak_check.h"
 
-Test(spawn, resolve_like_execvp)
+LEAK_TEST(spawn, resolve_like_execvp)
 {
 	char buf[PATH_MAX], dir[] = "/tmp/slotrun-resolve-XXXXXX", path[PATH_MAX + 64];
 	int fd;
@@ -49,7 +50,7 @@ static struct spawn_req req_for(char *const *argv, const char *path, int out)
 				   .stdout_fd = out, .stderr_fd = out, .child_mask = &empty };
 }
 
-Test(spawn, exec_success_reports_ok_and_child_leads_its_group, .timeout = 10)
+LEAK_TEST_OPTS(spawn, exec_success_reports_ok_and_child_leads_its_group, .timeout = 10)
 {
 	char *argv[] = { "sh", "-c", "echo $SPAWN_TEST $(ps -o pgid= -p $$) $$", NULL };
 	int p[2], report, err = 0, status;
@@ -72,7 +73,7 @@ Test(spawn, exec_success_reports_ok_and_child_leads_its_group, .timeout = 10)
 	close(p[0]);
 }
 
-Test(spawn, exec_failure_comes_back_with_errno, .timeout = 10)
+LEAK_TEST_OPTS(spawn, exec_failure_comes_back_with_errno, .timeout = 10)
 {
 	char *argv[] = { "nope", NULL };
 	int report, err = 0, status;

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include "supervisor.h"
+#include "leak_check.h"
 
 #define N 4
 static struct sup s;
@@ -33,7 +34,7 @@ static struct sup_actions ev(enum sup_event_type t)
 
 TestSuite(supervisor, .init = setup);
 
-Test(supervisor, all_succeed_then_sweep_then_done)
+LEAK_TEST(supervisor, all_succeed_then_sweep_then_done)
 {
 	struct sup_actions a;
 
@@ -52,7 +53,7 @@ Test(supervisor, all_succeed_then_sweep_then_done)
 	cr_assert_eq(sup_exit_code(&s), 0);
 }
 
-Test(supervisor, first_failure_stops_the_rest_with_its_code)
+LEAK_TEST(supervisor, first_failure_stops_the_rest_with_its_code)
 {
 	struct sup_actions a;
 
@@ -74,7 +75,7 @@ Test(supervisor, first_failure_stops_the_rest_with_its_code)
 	cr_assert_eq(sup_exit_code(&s), 3);
 }
 
-Test(supervisor, grace_expiry_escalates_to_kill)
+LEAK_TEST(supervisor, grace_expiry_escalates_to_kill)
 {
 	struct sup_actions a;
 
@@ -92,7 +93,7 @@ Test(supervisor, grace_expiry_escalates_to_kill)
 	cr_assert_eq(sup_exit_code(&s), 1);
 }
 
-Test(supervisor, sigterm_forwards_and_exits_143)
+LEAK_TEST(supervisor, sigterm_forwards_and_exits_143)
 {
 	struct sup_actions a = ev_sig(SIGTERM);
 
@@ -105,7 +106,7 @@ Test(supervisor, sigterm_forwards_and_exits_143)
 	cr_assert_eq(sup_exit_code(&s), 143, "told to stop: 128+SIGTERM even if workers exit 0");
 }
 
-Test(supervisor, second_sigint_escalates_at_once)
+LEAK_TEST(supervisor, second_sigint_escalates_at_once)
 {
 	struct sup_actions a = ev_sig(SIGINT);
 
@@ -119,7 +120,7 @@ Test(supervisor, second_sigint_escalates_at_once)
 	cr_assert_eq(sup_exit_code(&s), 130);
 }
 
-Test(supervisor, preemption_signals_only_forwarded)
+LEAK_TEST(supervisor, preemption_signals_only_forwarded)
 {
 	int sigs[] = { SIGUSR1, SIGUSR2, SIGHUP, SIGQUIT };
 
@@ -135,7 +136,7 @@ Test(supervisor, preemption_signals_only_forwarded)
 	cr_assert_eq(sup_exit_code(&s), 0);
 }
 
-Test(supervisor, failure_before_sigterm_keeps_root_cause)
+LEAK_TEST(supervisor, failure_before_sigterm_keeps_root_cause)
 {
 	ev_exit(3, 2);
 	ev_sig(SIGTERM);
@@ -145,7 +146,7 @@ Test(supervisor, failure_before_sigterm_keeps_root_cause)
 	cr_assert_eq(sup_exit_code(&s), 2);
 }
 
-Test(supervisor, strays_escalate_after_grace_in_sweep)
+LEAK_TEST(supervisor, strays_escalate_after_grace_in_sweep)
 {
 	struct sup_actions a;
 
@@ -159,7 +160,7 @@ Test(supervisor, strays_escalate_after_grace_in_sweep)
 	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
 }
 
-Test(supervisor, duplicate_and_unknown_exits_ignored)
+LEAK_TEST(supervisor, duplicate_and_unknown_exits_ignored)
 {
 	ev_exit(0, 0);
 	ev_exit(0, 1);
@@ -170,13 +171,13 @@ Test(supervisor, duplicate_and_unknown_exits_ignored)
 	cr_assert_eq(code[0], 0);
 }
 
-Test(supervisor, strays_gone_outside_sweep_is_ignored)
+LEAK_TEST(supervisor, strays_gone_outside_sweep_is_ignored)
 {
 	cr_assert(!ev(SUP_EV_STRAYS_GONE).done);
 	cr_assert_eq(s.state, SUP_RUNNING);
 }
 
-Test(supervisor, signal_death_code_is_root_cause)
+LEAK_TEST(supervisor, signal_death_code_is_root_cause)
 {
 	ev_exit(1, 128 + SIGSEGV);
 	for (int i = 0; i < N; i++)

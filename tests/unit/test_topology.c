@@ -20,6 +20,7 @@
 #include <hwloc.h>
 
 #include "topology.h"
+#include "leak_check.h"
 
 #define MAXS 256
 
@@ -276,7 +277,7 @@ static void free_slots(struct topo_slot *s, int n)
 
 /* For every slot count, GPU slots (ids 0..n-1, then round robin so GPUs
  * carry several slots) and CPU slots, on every fixture. */
-Test(topology, every_fixture_every_slot_count, .timeout = 60)
+LEAK_TEST_OPTS(topology, every_fixture_every_slot_count, .timeout = 60)
 {
 	static struct topo_slot s[MAXS];
 	char err[256];
@@ -332,7 +333,7 @@ Test(topology, every_fixture_every_slot_count, .timeout = 60)
 }
 
 /* The line the launcher prints for --report-bindings, and the README's. */
-Test(topology, gpu8_eight_slots_golden)
+LEAK_TEST(topology, gpu8_eight_slots_golden)
 {
 	static const char *const want[] = {
 		"rank 0: gpu 0, cpus 16-19,48-51, numa 1",
@@ -365,7 +366,7 @@ Test(topology, gpu8_eight_slots_golden)
 }
 
 /* An inherited CUDA_VISIBLE_DEVICES=5,2: the launcher passes "5","2". */
-Test(topology, visible_devices_narrowing)
+LEAK_TEST(topology, visible_devices_narrowing)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "5", "2" };
@@ -392,7 +393,7 @@ Test(topology, visible_devices_narrowing)
 }
 
 /* Slots on one GPU split its share; GPUs on one node split the node. */
-Test(topology, slots_on_the_same_gpu_split_its_share)
+LEAK_TEST(topology, slots_on_the_same_gpu_split_its_share)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "0", "1" };
@@ -410,7 +411,7 @@ Test(topology, slots_on_the_same_gpu_split_its_share)
 	topo_close(t);
 }
 
-Test(topology, asymmetric_sockets)
+LEAK_TEST(topology, asymmetric_sockets)
 {
 	struct topo *t = open_fixture("gpu4_asym.xml");
 	char *ids[] = { "0", "1", "2", "3" };
@@ -431,7 +432,7 @@ Test(topology, asymmetric_sockets)
 /* No CUDA devices: NVIDIA display/3D PCI functions in bus order, nothing
  * else (an ASPEED VGA and an NVSwitch are in the fixture); no NUMA
  * information, so the package is the locality. */
-Test(topology, pci_order_and_package_locality)
+LEAK_TEST(topology, pci_order_and_package_locality)
 {
 	struct topo *t = open_fixture("gpu2_nonuma_pci.xml");
 	char *ids[] = { "0", "1" };
@@ -450,7 +451,7 @@ Test(topology, pci_order_and_package_locality)
 	topo_close(t);
 }
 
-Test(topology, cpu_only_box)
+LEAK_TEST(topology, cpu_only_box)
 {
 	struct topo *t = open_fixture("cpu_2numa.xml");
 	struct topo_slot s[40];
@@ -496,7 +497,7 @@ Test(topology, cpu_only_box)
 
 /* A cgroup-restricted export: only allowed PUs, and four GPUs on three PUs
  * share, flagged. */
-Test(topology, cpuset_restricted_fixture)
+LEAK_TEST(topology, cpuset_restricted_fixture)
 {
 	struct topo *t = open_fixture("gpu8_restricted.xml");
 	char *ids[] = { "0", "1", "2", "3", "4", "5", "6", "7" };
@@ -520,7 +521,7 @@ Test(topology, cpuset_restricted_fixture)
 	topo_close(t);
 }
 
-Test(topology, restrict_narrows_allowed_pus)
+LEAK_TEST(topology, restrict_narrows_allowed_pus)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "1", "2" };
@@ -556,7 +557,7 @@ Test(topology, restrict_narrows_allowed_pus)
 
 /* UUIDs, MIG names, lists and ids beyond the GPUs are CPU slots, placed on
  * what the GPU slots left; the id is still the slot's gpu string. */
-Test(topology, unmappable_ids_become_cpu_slots)
+LEAK_TEST(topology, unmappable_ids_become_cpu_slots)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "GPU-8f3c1a2e-0000", "8", "MIG-1", "1,2", "-1" };
@@ -580,7 +581,7 @@ Test(topology, unmappable_ids_become_cpu_slots)
 }
 
 /* A GPU whose node has no allowed PU: its slot is placed as a CPU slot. */
-Test(topology, gpu_without_local_cpus)
+LEAK_TEST(topology, gpu_without_local_cpus)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "2" };
@@ -600,7 +601,7 @@ Test(topology, gpu_without_local_cpus)
 	topo_close(t);
 }
 
-Test(topology, bind_none_keeps_gpus_and_binds_nothing)
+LEAK_TEST(topology, bind_none_keeps_gpus_and_binds_nothing)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "3", "1" };
@@ -624,7 +625,7 @@ Test(topology, bind_none_keeps_gpus_and_binds_nothing)
 	topo_close(t);
 }
 
-Test(topology, bind_numa_gives_whole_nodes)
+LEAK_TEST(topology, bind_numa_gives_whole_nodes)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "1", "2" };
@@ -653,7 +654,7 @@ Test(topology, bind_numa_gives_whole_nodes)
 }
 
 /* --bind core ignores where the GPUs are. */
-Test(topology, bind_core_ignores_gpus)
+LEAK_TEST(topology, bind_core_ignores_gpus)
 {
 	struct topo *t = open_fixture("gpu8_2socket.xml");
 	char *ids[] = { "0", "1" };
@@ -669,7 +670,7 @@ Test(topology, bind_core_ignores_gpus)
 	topo_close(t);
 }
 
-Test(topology, bad_inputs)
+LEAK_TEST(topology, bad_inputs)
 {
 	struct topo *t = open_fixture("cpu_2numa.xml");
 	struct topo_slot s[2];
@@ -696,7 +697,7 @@ Test(topology, bad_inputs)
 	topo_close(t);
 }
 
-Test(topology, missing_xml_file_is_an_error)
+LEAK_TEST(topology, missing_xml_file_is_an_error)
 {
 	struct topo *t = (struct topo *)1;
 	char err[256] = "";
@@ -732,7 +733,7 @@ ParameterizedTest(struct bind_case *c, topology, parse_bind)
 	cr_assert_str_eq(topo_bind_name(c->b), c->name);
 }
 
-Test(topology, parse_bind_rejects)
+LEAK_TEST(topology, parse_bind_rejects)
 {
 	const char *bad[] = { "", "AUTO", "cores", "auto ", "gpus", "socket", "0" };
 	enum topo_bind b = TOPO_BIND_GPU;
@@ -746,7 +747,7 @@ Test(topology, parse_bind_rejects)
 	cr_assert_null(topo_bind_name((enum topo_bind)-1));
 }
 
-Test(topology, format_binding_edges)
+LEAK_TEST(topology, format_binding_edges)
 {
 	struct topo *t = open_fixture("cpu_2numa.xml");
 	struct topo_slot s[1];
@@ -780,7 +781,7 @@ static void use_this_machine(void)
 	unsetenv("HWLOC_THISSYSTEM");
 }
 
-Test(topology, this_machine_two_cpu_slots, .timeout = 30)
+LEAK_TEST_OPTS(topology, this_machine_two_cpu_slots, .timeout = 30)
 {
 	struct topo *t = NULL;
 	struct topo_slot s[2];
@@ -814,7 +815,7 @@ static int wait_child(pid_t pid)
 }
 
 /* In a forked child: bind to slot 1's set and read the affinity back. */
-Test(topology, bind_self_in_a_child, .timeout = 30)
+LEAK_TEST_OPTS(topology, bind_self_in_a_child, .timeout = 30)
 {
 	struct topo *t = NULL;
 	struct topo_slot s[2];
@@ -846,7 +847,7 @@ Test(topology, bind_self_in_a_child, .timeout = 30)
 
 /* A plan naming CPUs this machine lacks fails in the child with an errno,
  * and memory is bound (MPOL_BIND) when the set's node excludes another. */
-Test(topology, bind_self_errors_and_memory, .timeout = 30)
+LEAK_TEST_OPTS(topology, bind_self_errors_and_memory, .timeout = 30)
 {
 	struct topo *t = open_fixture("cpu_2numa.xml");
 	struct topo_slot s[2];
@@ -895,7 +896,7 @@ Test(topology, bind_self_errors_and_memory, .timeout = 30)
 }
 
 /* One NUMA node: a memory policy would bind nothing, so none is set. */
-Test(topology, bind_self_skips_pointless_memory_policy, .timeout = 30)
+LEAK_TEST_OPTS(topology, bind_self_skips_pointless_memory_policy, .timeout = 30)
 {
 	struct topo *t = open_fixture("gpu2_nonuma_pci.xml");
 	struct topo_slot s[1];
