@@ -52,13 +52,6 @@ static double since(const struct timespec *t0, const struct timespec *t)
 	return (double)(t->tv_sec - t0->tv_sec) + (double)(t->tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-static void apply(struct runner *r, struct sup_actions a);
-
-static void feed(struct runner *r, struct sup_event ev)
-{
-	apply(r, sup_step(&r->sup, &ev));
-}
-
 /* ECHILD from waitpid(-1) is exact: any live descendant would have a
  * surviving ancestor that is our child (we are its subreaper). */
 static bool have_children(void)
@@ -67,13 +60,22 @@ static bool have_children(void)
 	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
+static void apply(struct runner *r, struct sup_actions a);
+
+static void feed(struct runner *r, struct sup_event ev)
+{
+	apply(r, sup_step(&r->sup, &ev));
+}
+
 static void apply(struct runner *r, struct sup_actions a)
 {
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
 			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0)
 				(void)kill(-r->w[i].pid, a.signal_workers);
-	if (a.signal_strays)
+	/* Without a child there is no descendant: skip the /proc walk (the
+	 * common clean finish). */
+	if (a.signal_strays && have_children())
 		(void)procs_signal_descendants(r->self, a.signal_strays);
 	if (a.arm_timer) {
 		double whole;
