@@ -552,6 +552,18 @@ def determined_slot_ids_place_physically_but_number_as_cuda_sees():
 
 
 @case
+def binding_failure_names_the_set_once():
+    # A topology for another machine, run for real: its cores are not here.
+    xml = os.path.join(HERE, "..", "data", "gpu8_2socket.xml")
+    code, out, err = slotrun("--slots", "2", "--", "true", env={"HWLOC_XMLFILE": xml})
+    assert code == 1, (code, err)
+    first = err.decode().splitlines()[0]
+    assert re.fullmatch(r"slotrun: rank 0 \(node 0\): cannot bind to cpus 16-\d+,48-\d+ \(NUMA node 1\): "
+                        r"Invalid argument", first), first
+    assert err.count(b"cannot bind") == 2, "said once, then once more in the summary"
+
+
+@case
 def help_and_version():
     code, out, _ = slotrun("--help")
     assert code == 0 and b"Usage: slotrun" in out and b"--ranks-filter" in out
