@@ -442,56 +442,63 @@ static int split_units(hwloc_obj_t *units, int n, int k, hwloc_const_bitmap_t wi
 	return 0;
 }
 
-/* Splits the PUs of set among k consumers: whole cores when there are
- * enough, else PUs. */
-static int split_cpus(struct topo *t, hwloc_const_bitmap_t set, int k, hwloc_bitmap_t *out)
+/* The distinct units (unit_of each PU of set, in logical order, where a
+ * unit's PUs are consecutive) into units[], which holds npus entries.
+ * Returns how many. */
+static int collect_units(struct topo *t, hwloc_const_bitmap_t set,
+			 hwloc_obj_t (*unit_of)(struct topo *, hwloc_obj_t), hwloc_obj_t *units)
 {
-	int npus = hwloc_bitmap_weight(set), n = 0, r;
-	hwloc_obj_t *units, pu = NULL, c;
+	hwloc_obj_t pu = NULL, u;
+	int n = 0;
+
+	while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(t->h, set, HWLOC_OBJ_PU, pu))) {
+		u = unit_of(t, pu);
+		if (n == 0 || units[n - 1] != u)
+			units[n++] = u;
+	}
+	return n;
+}
+
+static hwloc_obj_t pu_itself(struct topo *t, hwloc_obj_t pu)
+{
+	return pu;
+}
+
+/* The objects carrying the NUMA nodes nearest a PU (so a machine-wide
+ * memory node, CXL or GPU memory, is not a unit of its own). */
+static hwloc_obj_t numa_unit(struct topo *t, hwloc_obj_t pu)
+{
+	return numa_home(pu);
+}
+
+/* Splits the PUs of set among k consumers by units: whole cores when there
+ * are enough (falling back to PUs), or NUMA localities. */
+static int split_by(struct topo *t, hwloc_const_bitmap_t set, int k, bool numa, hwloc_bitmap_t *out)
+{
+	int npus = hwloc_bitmap_weight(set), n, r;
+	hwloc_obj_t *units;
 
 	if (npus <= 0 || k <= 0)
 		return -EINVAL;
 	units = calloc((size_t)npus, sizeof(*units));
 	if (!units)
 		return -ENOMEM;
-	/* Logical order is tree order, so a core's PUs come together. */
-	while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(t->h, set, HWLOC_OBJ_PU, pu))) {
-		c = core_of(t, pu);
-		if (n == 0 || units[n - 1] != c)
-			units[n++] = c;
-	}
-	if (n < k) {
-		n = 0;
-		while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(t->h, set, HWLOC_OBJ_PU, pu)))
-			units[n++] = pu;
-	}
+	n = collect_units(t, set, numa ? numa_unit : core_of, units);
+	if (!numa && n < k)
+		n = collect_units(t, set, pu_itself, units);
 	r = split_units(units, n, k, set, out);
 	free(units);
 	return r;
 }
 
-/* Splits the PUs of set among k consumers by NUMA locality: the objects
- * carrying the NUMA nodes nearest the PUs (so a machine-wide memory node,
- * CXL or GPU memory, is not a unit of its own). */
+static int split_cpus(struct topo *t, hwloc_const_bitmap_t set, int k, hwloc_bitmap_t *out)
+{
+	return split_by(t, set, k, false, out);
+}
+
 static int split_numa(struct topo *t, hwloc_const_bitmap_t set, int k, hwloc_bitmap_t *out)
 {
-	int npus = hwloc_bitmap_weight(set), n = 0, r;
-	hwloc_obj_t *units, pu = NULL, home;
-
-	if (npus <= 0 || k <= 0)
-		return -EINVAL;
-	units = calloc((size_t)npus, sizeof(*units));
-	if (!units)
-		return -ENOMEM;
-	/* A home's PUs are consecutive in logical order. */
-	while ((pu = hwloc_get_next_obj_inside_cpuset_by_type(t->h, set, HWLOC_OBJ_PU, pu))) {
-		home = numa_home(pu);
-		if (n == 0 || units[n - 1] != home)
-			units[n++] = home;
-	}
-	r = split_units(units, n, k, set, out);
-	free(units);
-	return r;
+	return split_by(t, set, k, true, out);
 }
 
 static bool memory_node_wanted(struct topo *t, hwloc_obj_t node)

@@ -4,21 +4,9 @@
 #include <string.h>
 
 #include "options.h"
+#include "fake_env.h"
 #include "leak_check.h"
 
-static const char *const *fake_env;
-
-static const char *fake_getenv(void *ctx, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *const *e = fake_env; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
-static const struct ci_env env = { .getenv = fake_getenv };
 
 static int parse(const char *const *argv_in, struct options *o, char *err)
 {
@@ -28,7 +16,7 @@ static int parse(const char *const *argv_in, struct options *o, char *err)
 	for (; argv_in[argc]; argc++)
 		argv[argc] = (char *)argv_in[argc];
 	argv[argc] = NULL;
-	return opt_parse(argc, argv, &env, o, err, 512);
+	return opt_parse(argc, argv, &FAKE_ENV, o, err, 512);
 }
 
 LEAK_TEST(options, defaults)

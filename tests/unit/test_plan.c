@@ -5,21 +5,9 @@
 #include <string.h>
 
 #include "plan.h"
+#include "fake_env.h"
 #include "leak_check.h"
 
-static const char *const *fake_env;
-
-static const char *fake_getenv(void *ctx, const char *name)
-{
-	size_t n = strlen(name);
-
-	for (const char *const *e = fake_env; e && *e; e++)
-		if (strncmp(*e, name, n) == 0 && (*e)[n] == '=')
-			return *e + n + 1;
-	return NULL;
-}
-
-static const struct ci_env env = { .getenv = fake_getenv };
 
 static char *addrs[] = { "10.0.0.1", "10.0.0.2" };
 static int counts[] = { 2, 3 };
@@ -49,7 +37,7 @@ LEAK_TEST(plan, ranks_and_the_environment_contract)
 	struct plan p;
 
 	fake_env = NULL;
-	cr_assert_eq(plan_build(&ci, NULL, &po, &env, &p), 0);
+	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
 	cr_assert_eq(p.nslots, 3);
 	for (int i = 0; i < 3; i++) {
 		const struct plan_slot *s = &p.slots[i];
@@ -93,7 +81,7 @@ LEAK_TEST(plan, gpu_cpus_and_what_the_user_set)
 	struct plan p;
 
 	fake_env = e;
-	cr_assert_eq(plan_build(&ci, ts, &po, &env, &p), 0);
+	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
 	cr_assert_str_eq(get(&p.slots[0], "CUDA_VISIBLE_DEVICES"), "5");
 	cr_assert_str_eq(get(&p.slots[0], "CUDA_DEVICE_ORDER"), "PCI_BUS_ID");
 	cr_assert_str_eq(get(&p.slots[1], "CUDA_VISIBLE_DEVICES"), "2");
@@ -106,7 +94,7 @@ LEAK_TEST(plan, gpu_cpus_and_what_the_user_set)
 
 	const char *e2[] = { "OMP_NUM_THREADS=7", NULL };
 	fake_env = e2;
-	cr_assert_eq(plan_build(&ci, ts, &po, &env, &p), 0);
+	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
 	cr_assert_null(get(&p.slots[0], "OMP_NUM_THREADS"), "the user's OMP_NUM_THREADS stays");
 	plan_free(&p);
 }
@@ -122,7 +110,7 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 	json_t *o;
 
 	fake_env = NULL;
-	cr_assert_eq(plan_build(&ci, ts, &po, &env, &p), 0);
+	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
 	row = plan_slot_json(&p, 0);
 	cr_assert_null(strstr(row, "topsecret"));
 	cr_assert_null(strchr(row, '\n'), "one line");
@@ -153,7 +141,7 @@ LEAK_TEST(plan, envp_overrides_and_keeps_the_rest)
 	int n = 0, rank_seen = 0;
 
 	fake_env = NULL;
-	cr_assert_eq(plan_build(&ci, NULL, &po, &env, &p), 0);
+	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
 	envp = plan_envp(&p.slots[0], base);
 	for (char **e = envp; *e; e++, n++) {
 		if (strncmp(*e, "RANK=", 5) == 0) {
