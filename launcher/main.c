@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,7 +37,7 @@ static int find_wrap_rank(char *buf, size_t len)
 	ssize_t n;
 
 	if (env && *env)
-		return spawn_resolve(env, NULL, buf, len);
+		return spawn_resolve(env, getenv("PATH"), buf, len);
 	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	if (n > 0) {
 		self[n] = '\0';
@@ -143,6 +144,49 @@ static int mkdir_p(const char *dir)
 	return access(path, W_OK) < 0 ? -errno : 0;
 }
 
+/* With fd 0, 1 or 2 closed, the next open would take its number, and a
+ * worker's stderr could land in libevent's signal pipe: hold them with
+ * /dev/null. */
+static void hold_std_fds(void)
+{
+	int fd;
+
+	while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2) {
+		int keep = fcntl(fd, F_DUPFD, 3);
+		/* fds 0..2 must not be CLOEXEC: dup over themselves without it */
+		if (keep >= 0) {
+			dup2(keep, fd);
+			close(keep);
+		}
+	}
+	if (fd > 2)
+		close(fd);
+}
+
+/* Workers need up to five fds each in slotrun (two pipes, the exec report,
+ * two log files): raise the soft limit to the hard one (workers get the
+ * original back), and say clearly when even that is too few. */
+static int fd_budget(int slots, bool logs, struct rlimit *orig, char *err, size_t errlen)
+{
+	struct rlimit rl;
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 64;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	*orig = rl;
+	if (rl.rlim_cur < need && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+		snprintf(err, errlen, "%d slots need about %llu open files, but the limit is %llu "
+			 "(raise it with ulimit -n)", slots, (unsigned long long)need,
+			 (unsigned long long)rl.rlim_cur);
+		return -EMFILE;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -153,8 +197,10 @@ int main(int argc, char **argv)
 	struct plan_opts po = { 0 };
 	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
 	bool *shown = NULL, pci_order = false;
+	struct rlimit nofile = { RLIM_INFINITY, RLIM_INFINITY };
 	int r, code = 2, visible = 0;
 
+	hold_std_fds();
 	r = opt_parse(argc, argv, &ci_process_env, &o, err, sizeof(err));
 	if (r == OPT_EXIT_OK)
 		return 0;
@@ -277,6 +323,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (fd_budget(ci.slots, o.log_dir != NULL, &nofile, err, sizeof(err)) < 0) {
+		fail(2, err);
+		goto out;
+	}
+
 	/* Said once here, rather than by every wrap_rank. */
 	r = spawn_resolve(o.argv[0], getenv("PATH"), exec_path, sizeof(exec_path));
 	if (r < 0) {
@@ -295,6 +346,7 @@ int main(int argc, char **argv)
 		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,
 		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ, .shown = shown,
 		.log_dir = o.log_dir, .error_file = o.error_file, .grace = o.grace,
+		.nofile = &nofile,
 	});
 out:
 	plan_free(&plan);

@@ -1,6 +1,7 @@
 #include "output.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,12 +72,105 @@ int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines)
 	return count;
 }
 
+void out_console_init(struct out_console *c, int fd)
+{
+	*c = (struct out_console){ .fd = fd };
+}
+
+void out_console_free(struct out_console *c)
+{
+	free(c->buf);
+	c->buf = NULL;
+	c->off = c->len = c->cap = 0;
+}
+
+size_t out_console_pending(const struct out_console *c)
+{
+	return c->len - c->off;
+}
+
+static void console_put(struct out_console *c, const char *buf, size_t len)
+{
+	if (c->broken)
+		return;
+	if (c->off > 0 && c->off == c->len)
+		c->off = c->len = 0;
+	if (c->len + len > c->cap) {
+		size_t pending = c->len - c->off, cap = c->cap ? c->cap : 65536;
+		char *n;
+
+		while (cap < pending + len)
+			cap *= 2;
+		n = malloc(cap);
+		if (!n)
+			return; /* out of memory: this console loses the lines */
+		if (pending > 0)
+			memcpy(n, c->buf + c->off, pending);
+		free(c->buf);
+		c->buf = n;
+		c->cap = cap;
+		c->off = 0;
+		c->len = pending;
+	}
+	memcpy(c->buf + c->len, buf, len);
+	c->len += len;
+}
+
+/* The next write: whole lines, at most PIPE_BUF bytes (every queued line
+ * is at most that long, so a newline is always within reach). */
+static size_t next_chunk(const struct out_console *c)
+{
+	size_t n = c->len - c->off;
+	const char *p = c->buf + c->off;
+
+	if (n <= LS_WRITE_MAX)
+		return n;
+	n = LS_WRITE_MAX;
+	while (n > 0 && p[n - 1] != '\n')
+		n--;
+	return n > 0 ? n : LS_WRITE_MAX;
+}
+
+static size_t console_drain(struct out_console *c, bool wait)
+{
+	while (!c->broken && c->off < c->len) {
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+		ssize_t n;
+
+		if (poll(&pfd, 1, wait ? -1 : 0) <= 0) {
+			if (!wait || errno != EINTR)
+				break;
+			continue;
+		}
+		n = write(c->fd, c->buf + c->off, next_chunk(c));
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			c->broken = true; /* EPIPE and the like: nobody reads any more */
+			c->off = c->len = 0;
+			break;
+		}
+		c->off += (size_t)n;
+	}
+	return c->len - c->off;
+}
+
+size_t out_console_flush(struct out_console *c)
+{
+	return console_drain(c, false);
+}
+
+void out_console_flush_all(struct out_console *c)
+{
+	(void)console_drain(c, true);
+}
+
 static int sink(void *ctx, const char *buf, size_t len)
 {
 	struct out_stream *s = ctx;
 
-	if (s->console_fd >= 0 && io_write_all(s->console_fd, buf, len) < 0)
-		s->console_fd = -1; /* reader gone (EPIPE): keep the files and the tail */
+	if (s->console)
+		console_put(s->console, buf, len);
 	if (s->file_fd >= 0 && io_write_all(s->file_fd, buf, len) < 0) {
 		close(s->file_fd);
 		s->file_fd = -1;
@@ -86,11 +180,11 @@ static int sink(void *ctx, const char *buf, size_t len)
 	return 0;
 }
 
-void out_stream_init(struct out_stream *s, int fd, int console_fd, int file_fd,
+void out_stream_init(struct out_stream *s, int fd, struct out_console *console, int file_fd,
 		     struct out_tail *tail)
 {
 	s->fd = fd;
-	s->console_fd = console_fd;
+	s->console = console;
 	s->file_fd = file_fd;
 	s->tail = tail;
 	ls_init(&s->ls, "", sink, s);

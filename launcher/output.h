@@ -20,15 +20,42 @@ struct out_tail {
 	char buf[OUT_TAIL_BYTES];
 };
 
+/* slotrun's stdout or stderr.  Lines are queued and written only when the
+ * fd has room, so a slow or stalled reader never blocks the event loop
+ * (teardown and signals go on); each write is whole lines of at most
+ * PIPE_BUF bytes.  Past OUT_CONSOLE_HIGH queued bytes the runner stops
+ * reading the workers' pipes until the queue is below OUT_CONSOLE_LOW. */
+#define OUT_CONSOLE_HIGH (1 << 20)
+#define OUT_CONSOLE_LOW (1 << 18)
+
+struct out_console {
+	int fd;
+	bool broken;           /* the reader went away (EPIPE): drop output */
+	char *buf;
+	size_t off, len, cap;  /* pending bytes are buf[off..len) */
+};
+
+void out_console_init(struct out_console *c, int fd);
+void out_console_free(struct out_console *c);
+size_t out_console_pending(const struct out_console *c);
+
+/* Writes what the fd takes without blocking.  Returns the bytes still
+ * pending. */
+size_t out_console_flush(struct out_console *c);
+
+/* Writes everything, waiting for the reader (at exit). */
+void out_console_flush_all(struct out_console *c);
+
 struct out_stream {
 	int fd;                /* read end of the worker's pipe, -1 when closed */
-	int console_fd;        /* -1: not shown (filtered, or the reader went away) */
+	struct out_console *console; /* NULL: not shown (filtered out) */
 	int file_fd;           /* -1: no log file */
 	struct out_tail *tail; /* NULL: not kept */
 	struct line_splitter ls;
 };
 
-void out_stream_init(struct out_stream *s, int fd, int console_fd, int file_fd,
+/* fd -1 makes a closed stream (a worker that never started). */
+void out_stream_init(struct out_stream *s, int fd, struct out_console *console, int file_fd,
 		     struct out_tail *tail);
 
 enum { OUT_PUMP_CLOSED = 0, OUT_PUMP_EMPTY = 1, OUT_PUMP_MORE = 2 };

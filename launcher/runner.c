@@ -23,8 +23,11 @@
 static const int handled[] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 #define NHANDLED ((int)(sizeof(handled) / sizeof(handled[0])))
 
+struct runner;
+
 struct worker {
 	pid_t pid;
+	struct runner *runner;
 	struct out_stream out, err;
 	struct event *ev_out, *ev_err;
 	struct out_tail tail;
@@ -45,6 +48,9 @@ struct runner {
 	int n;
 	pid_t self;
 	struct timespec t0;
+	struct out_console con[2];   /* slotrun's stdout and stderr */
+	struct event *ev_con[2];
+	bool paused;                 /* workers' pipes not read: consoles are full */
 };
 
 static double since(const struct timespec *t0, const struct timespec *t)
@@ -67,20 +73,35 @@ static void feed(struct runner *r, struct sup_event ev)
 	apply(r, sup_step(&r->sup, &ev));
 }
 
+#define RESCAN_MS 50
+
 static void apply(struct runner *r, struct sup_actions a)
 {
+	/* A stopped process would sit out the whole grace: SIGCONT first lets
+	 * it act on the SIGTERM.  First, not after: a SIGCONT that lands while
+	 * something is being stopped on purpose (a tracer's SIGSTOP, e.g.
+	 * LeakSanitizer at a worker's exit) cancels that stop and hangs it. */
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
-			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0)
+			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0) {
+				if (a.signal_workers == SIGTERM)
+					(void)kill(-r->w[i].pid, SIGCONT);
 				(void)kill(-r->w[i].pid, a.signal_workers);
+			}
 	/* Without a child there is no descendant: skip the /proc walk (the
 	 * common clean finish). */
-	if (a.signal_strays && have_children())
+	if (a.signal_strays && have_children()) {
+		if (a.signal_strays == SIGTERM)
+			(void)procs_signal_descendants(r->self, SIGCONT);
 		(void)procs_signal_descendants(r->self, a.signal_strays);
+	}
 	if (a.arm_timer) {
 		double whole;
 		double frac = modf(r->cfg->grace, &whole);
 		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+		evtimer_add(r->timer, &tv);
+	} else if (a.arm_rescan) {
+		struct timeval tv = { 0, RESCAN_MS * 1000 };
 		evtimer_add(r->timer, &tv);
 	}
 	if (a.done) {
@@ -139,16 +160,60 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	feed(arg, (struct sup_event){ .type = SUP_EV_TIMER });
 }
 
+/* Reading the workers' pipes stops while the consoles hold more than
+ * OUT_CONSOLE_HIGH bytes: the workers block on their full pipes, slotrun
+ * does not, so teardown and signals go on whatever the reader does. */
+static void set_paused(struct runner *r, bool paused)
+{
+	if (r->paused == paused)
+		return;
+	r->paused = paused;
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+
+		if (w->ev_out && w->out.fd >= 0)
+			paused ? event_del(w->ev_out) : event_add(w->ev_out, NULL);
+		if (w->ev_err && w->err.fd >= 0)
+			paused ? event_del(w->ev_err) : event_add(w->ev_err, NULL);
+	}
+}
+
+static void flush_consoles(struct runner *r)
+{
+	size_t pending = 0;
+
+	for (int k = 0; k < 2; k++) {
+		size_t left = out_console_flush(&r->con[k]);
+
+		if (left > 0)
+			event_add(r->ev_con[k], NULL);
+		else
+			event_del(r->ev_con[k]);
+		pending += left;
+	}
+	if (pending > OUT_CONSOLE_HIGH)
+		set_paused(r, true);
+	else if (pending < OUT_CONSOLE_LOW)
+		set_paused(r, false);
+}
+
+static void on_console(evutil_socket_t fd, short what, void *arg)
+{
+	flush_consoles(arg);
+}
+
 static void on_stream(evutil_socket_t fd, short what, void *arg)
 {
 	struct worker *w = arg;
+	struct runner *r = w->runner;
 	bool is_out = fd == w->out.fd;
 	struct out_stream *s = is_out ? &w->out : &w->err;
 
 	/* At EOF the stream closes its fd: drop the event before anything can
 	 * reuse the number. */
-	if (out_stream_pump(s) <= 0)
+	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
 		event_del(is_out ? w->ev_out : w->ev_err);
+	flush_consoles(r);
 }
 
 static int open_log(const char *dir, int rank, const char *stream, char *err, size_t errlen)
@@ -227,15 +292,20 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 			rc = -EINVAL;
 			break;
 		}
-		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
-			fprintf(stderr, "slotrun: cannot create pipes for rank %d: %s\n", s->rank, strerror(errno));
+		if (pipe2(po, O_CLOEXEC) < 0 || (pipe2(pe, O_CLOEXEC) < 0 && (close(po[0]), close(po[1]), 1))) {
+			snprintf(w->note, sizeof(w->note), "cannot create pipes: %s", strerror(errno));
+			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			if (lo >= 0)
+				close(lo);
+			if (le >= 0)
+				close(le);
 			rc = -EMFILE;
 			break;
 		}
 		fcntl(po[0], F_SETFL, O_NONBLOCK);
 		fcntl(pe[0], F_SETFL, O_NONBLOCK);
-		out_stream_init(&w->out, po[0], c->shown[i] ? STDOUT_FILENO : -1, lo, NULL);
-		out_stream_init(&w->err, pe[0], c->shown[i] ? STDERR_FILENO : -1, le, &w->tail);
+		out_stream_init(&w->out, po[0], c->shown[i] ? &r->con[0] : NULL, lo, NULL);
+		out_stream_init(&w->err, pe[0], c->shown[i] ? &r->con[1] : NULL, le, &w->tail);
 		argv = worker_argv(c, s, rankbuf);
 		envp = plan_envp(s, c->base_env);
 		req = (struct spawn_req){
@@ -244,6 +314,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 			.topo = c->tslots && c->tslots[i].cpuset ? c->topo : NULL,
 			.slot = c->tslots ? &c->tslots[i] : NULL,
 			.child_mask = orig_mask, .reset_signals = handled, .nreset = NHANDLED,
+			.nofile = c->nofile,
 		};
 		e = (argv && envp) ? spawn_start(&req, &w->pid, &report[i]) : -ENOMEM;
 		free(argv);
@@ -251,7 +322,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		close(po[1]);
 		close(pe[1]);
 		if (e < 0) {
-			snprintf(w->note, sizeof(w->note), "cannot fork: %s", strerror(-e));
+			snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
 			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
 			w->pid = 0;
 			report[i] = -1;
@@ -334,7 +405,7 @@ int runner_run(const struct runner_cfg *c)
 {
 	struct runner r = { .cfg = c, .n = c->plan->nslots, .self = getpid() };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
-	sigset_t block, orig;
+	sigset_t block, orig, worker_mask;
 	int code = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &r.t0);
@@ -359,10 +430,26 @@ int runner_run(const struct runner_cfg *c)
 		event_add(r.sigev[i], NULL);
 	}
 	r.timer = evtimer_new(r.base, on_timer, &r);
+	for (int k = 0; k < 2; k++) {
+		out_console_init(&r.con[k], k == 0 ? STDOUT_FILENO : STDERR_FILENO);
+		r.ev_con[k] = event_new(r.base, r.con[k].fd, EV_WRITE | EV_PERSIST, on_console, &r);
+	}
+	/* Every stream starts closed, so a worker that never starts has
+	 * nothing to read. */
+	for (int i = 0; i < r.n; i++) {
+		r.w[i].runner = &r;
+		out_stream_init(&r.w[i].out, -1, NULL, -1, NULL);
+		out_stream_init(&r.w[i].err, -1, NULL, -1, NULL);
+	}
+	/* Workers start with the signals we handle unblocked, whatever mask
+	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
+	worker_mask = orig;
+	for (int i = 0; i < NHANDLED; i++)
+		sigdelset(&worker_mask, handled[i]);
 
 	/* A worker that could not be started counts as failed: the first is
 	 * the root cause and stops the others through the normal path. */
-	if (spawn_all(&r, &orig) < 0)
+	if (spawn_all(&r, &worker_mask) < 0)
 		for (int i = 0; i < r.n; i++)
 			if (r.w[i].pid <= 0) {
 				if (!r.w[i].note[0])
@@ -371,12 +458,14 @@ int runner_run(const struct runner_cfg *c)
 			}
 	for (int i = 0; i < r.n; i++) {
 		struct worker *w = &r.w[i];
-		if (w->pid <= 0)
-			continue;
-		w->ev_out = event_new(r.base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
-		w->ev_err = event_new(r.base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
-		event_add(w->ev_out, NULL);
-		event_add(w->ev_err, NULL);
+		if (w->out.fd >= 0) {
+			w->ev_out = event_new(r.base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
+			event_add(w->ev_out, NULL);
+		}
+		if (w->err.fd >= 0) {
+			w->ev_err = event_new(r.base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
+			event_add(w->ev_err, NULL);
+		}
 	}
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 	/* Unblock everything we handle even if our parent blocked it. */
@@ -391,6 +480,8 @@ int runner_run(const struct runner_cfg *c)
 			event_free(r.w[i].ev_err);
 	}
 	drain(&r);
+	for (int k = 0; k < 2; k++)
+		out_console_flush_all(&r.con[k]);
 	code = sup_exit_code(&r.sup);
 	report(&r, code);
 out:
@@ -399,6 +490,11 @@ out:
 			event_free(r.sigev[i]);
 	if (r.timer)
 		event_free(r.timer);
+	for (int k = 0; k < 2; k++) {
+		if (r.ev_con[k])
+			event_free(r.ev_con[k]);
+		out_console_free(&r.con[k]);
+	}
 	if (r.base)
 		event_base_free(r.base);
 	free(r.w);

@@ -5,6 +5,7 @@
 #define SLOTRUN_RUNNER_H
 
 #include <stdbool.h>
+#include <sys/resource.h>
 
 #include "plan.h"
 #include "topology.h"
@@ -21,6 +22,7 @@ struct runner_cfg {
 	const char *log_dir;             /* or NULL */
 	const char *error_file;          /* or NULL */
 	double grace;
+	const struct rlimit *nofile;     /* the fd limit workers get, or NULL */
 };
 
 /* Returns slotrun's exit status (DESIGN.md, "Exit status"). */

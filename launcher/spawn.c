@@ -45,6 +45,8 @@ static void child(const struct spawn_req *r, pid_t parent, int report_w)
 	if (dup2(r->stdin_fd, STDIN_FILENO) < 0 || dup2(r->stdout_fd, STDOUT_FILENO) < 0 ||
 	    dup2(r->stderr_fd, STDERR_FILENO) < 0)
 		child_fail(report_w, SPAWN_SETUP, errno);
+	if (r->nofile)
+		(void)setrlimit(RLIMIT_NOFILE, r->nofile);
 	sigprocmask(SIG_SETMASK, r->child_mask, NULL);
 	execve(r->path, r->argv, r->envp);
 	child_fail(report_w, SPAWN_EXEC, errno);

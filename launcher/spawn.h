@@ -10,6 +10,7 @@
 #define SLOTRUN_SPAWN_H
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include "topology.h"
@@ -26,6 +27,7 @@ struct spawn_req {
 	const sigset_t *child_mask; /* signal mask for the worker */
 	const int *reset_signals;   /* set back to SIG_DFL in the child */
 	int nreset;
+	const struct rlimit *nofile; /* RLIMIT_NOFILE for the worker, or NULL */
 };
 
 /* Forks the worker.  On success *pid is the child and *report_fd the read

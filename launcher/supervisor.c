@@ -31,6 +31,8 @@ static struct sup_actions enter_sweep(struct sup *s, struct sup_actions a)
 	a.check_strays = true;
 	if (was_running)
 		a.arm_timer = true; /* a clean finish starts the strays' grace now */
+	else if (s->escalated)
+		a.arm_rescan = true;
 	return a;
 }
 
@@ -41,6 +43,7 @@ static struct sup_actions escalate(struct sup *s, struct sup_actions a)
 		s->stray_signal = SIGKILL;
 		a.signal_strays = SIGKILL;
 		a.check_strays = true;
+		a.arm_rescan = true;
 		return a;
 	}
 	s->state = SUP_KILLING;
@@ -74,6 +77,8 @@ static struct sup_actions on_signal(struct sup *s, int sig)
 	struct sup_actions a = { 0 };
 	bool stops = sig == SIGTERM || sig == SIGINT;
 
+	if (sig == SIGINT)
+		s->sigints++;
 	switch (s->state) {
 	case SUP_RUNNING:
 		a.signal_workers = sig;
@@ -84,12 +89,17 @@ static struct sup_actions on_signal(struct sup *s, int sig)
 		}
 		return a;
 	case SUP_STOPPING:
-		if (sig == SIGINT)
+		if (sig == SIGINT && s->sigints >= 2)
 			return escalate(s, a);
+		if (stops && !s->stop_signal && s->root_cause < 0)
+			s->stop_signal = sig;
 		a.signal_workers = sig;
 		return a;
 	case SUP_SWEEP:
-		if (sig == SIGINT && !s->escalated)
+		/* Only strays are left: told to stop, stop them now. */
+		if (stops && !s->stop_signal && s->root_cause < 0)
+			s->stop_signal = sig;
+		if (stops && !s->escalated)
 			return escalate(s, a);
 		return a;
 	default:
@@ -109,6 +119,11 @@ struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
 	case SUP_EV_TIMER:
 		if ((s->state == SUP_STOPPING || s->state == SUP_SWEEP) && !s->escalated)
 			return escalate(s, none);
+		if (s->state == SUP_SWEEP) { /* the rescan timer */
+			none.signal_strays = SIGKILL;
+			none.check_strays = true;
+			none.arm_rescan = true;
+		}
 		return none;
 	case SUP_EV_STRAYS_GONE:
 		if (s->state != SUP_SWEEP)

@@ -5,7 +5,9 @@
  *   RUNNING --first failure / SIGTERM / SIGINT--> STOPPING (TERM to workers, grace armed)
  *   STOPPING --grace expired / second SIGINT--> KILLING (KILL to workers and strays)
  *   any --last worker reaped--> SWEEP (strays: TERM, or KILL once escalated)
- *   SWEEP --grace expired / SIGINT--> KILL to strays
+ *   SWEEP --grace expired / SIGINT / SIGTERM--> KILL to strays, repeated on a
+ *         short timer until none is left (a stray may fork between the walk
+ *         over /proc and its kill)
  *   SWEEP --no descendant left--> DONE
  *
  * "Strays" are descendants outside the workers' process groups, e.g. a
@@ -36,6 +38,8 @@ struct sup_actions {
 	int signal_workers;  /* 0, or a signal for every live worker's process group */
 	int signal_strays;   /* 0, or a signal for every other descendant */
 	bool arm_timer;      /* (re)start the grace timer */
+	bool arm_rescan;     /* start the short rescan timer instead: strays were
+			      * killed, but one may have forked meanwhile */
 	bool check_strays;   /* see whether any descendant is left (feed STRAYS_GONE if not) */
 	bool done;           /* exit with sup_exit_code() */
 };
@@ -54,6 +58,7 @@ struct sup {
 	int stop_signal;     /* TERM/INT that told slotrun to stop, or 0 */
 	int stray_signal;    /* last signal sent to strays (TERM, then KILL) */
 	bool escalated;      /* KILL sent */
+	int sigints;         /* SIGINTs received: the second escalates */
 	enum sup_worker_fate *fate;
 	int *code;
 };

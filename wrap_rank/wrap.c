@@ -12,6 +12,7 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -117,6 +118,14 @@ static int status_to_code(int status)
 	return 1;
 }
 
+static long long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
 /* Child side of fork: never returns.  The command leads its own process
@@ -126,8 +135,12 @@ static void exec_child(const struct wrap_opts *o, pid_t parent, pid_t parent_pgr
 		       int out_w, int err_w, int status_w, const sigset_t *mask,
 		       const struct sigaction *pipe_act)
 {
+	sigset_t fwd;
 	int e;
 
+	sigemptyset(&fwd);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(&fwd, forwarded[i]);
 	setpgid(0, 0);
 	/* Keep an interactive command in the terminal's foreground (SIGTTOU
 	 * is blocked here, so tcsetpgrp does not stop us). */
@@ -139,6 +152,9 @@ static void exec_child(const struct wrap_opts *o, pid_t parent, pid_t parent_pgr
 		goto fail;
 	sigaction(SIGPIPE, pipe_act, NULL);
 	sigprocmask(SIG_SETMASK, mask, NULL);
+	/* The command must see the signals we forward even if wrap_rank was
+	 * started with them blocked. */
+	sigprocmask(SIG_UNBLOCK, &fwd, NULL);
 	execvp(o->argv[0], o->argv);
 fail:
 	e = errno;
@@ -155,6 +171,7 @@ int wrap_run(const struct wrap_opts *o)
 	int pout[2], perr[2], pst[2], sfd, status = 0, exec_errno = 0;
 	pid_t parent = getpid(), pgrp = getpgrp(), pid;
 	bool reaped = false;
+	long long linger_end = 0;
 	char prefix[LS_PREFIX_MAX];
 	ssize_t n;
 
@@ -215,7 +232,16 @@ int wrap_run(const struct wrap_opts *o)
 			{ .fd = streams[0].fd, .events = POLLIN },
 			{ .fd = streams[1].fd, .events = POLLIN },
 		};
-		int r = poll(pfd, 3, reaped ? WRAP_LINGER_MS : -1);
+		int timeout = -1, r;
+
+		if (reaped) {
+			/* An absolute deadline: a background process that keeps
+			 * printing must not keep wrap_rank (and the rank) alive. */
+			timeout = (int)(linger_end - now_ms());
+			if (timeout < 0)
+				timeout = 0;
+		}
+		r = poll(pfd, 3, timeout);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -223,7 +249,7 @@ int wrap_run(const struct wrap_opts *o)
 			fprintf(stderr, "wrap_rank: poll: %s\n", strerror(errno));
 			break;
 		}
-		if (r == 0) { /* command gone, pipes held open but quiet */
+		if (r == 0) { /* command gone, pipes still held open after the linger */
 			stream_close(&streams[0], true);
 			stream_close(&streams[1], true);
 			break;
@@ -242,8 +268,10 @@ int wrap_run(const struct wrap_opts *o)
 						(void)kill(pid, sig);
 					continue;
 				}
-				if (!reaped && waitpid(pid, &status, WNOHANG) == pid)
+				if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
 					reaped = true;
+					linger_end = now_ms() + WRAP_LINGER_MS;
+				}
 			}
 		}
 	}

@@ -9,8 +9,8 @@
 #define WRAP_DET_LOG_DIR "/run/determined/train/logs"
 
 /* After the command exits, output still arriving through its pipes (held
- * open by something it started) is read until the pipes stay quiet this
- * long; then wrap_rank stops waiting for them. */
+ * open by something it started) is read for this long at most; then
+ * wrap_rank stops waiting for them. */
 #define WRAP_LINGER_MS 1000
 
 struct wrap_opts {

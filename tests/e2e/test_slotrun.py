@@ -563,6 +563,114 @@ def binding_failure_names_the_set_once():
     assert err.count(b"cannot bind") == 2, "said once, then once more in the summary"
 
 
+# ---- regressions found in review ----
+
+@case
+def worker_that_cannot_start_does_not_read_slotruns_stdin():
+    d = tempfile.mkdtemp()
+    try:
+        os.mkdir(os.path.join(d, "rank-1.stdout"))  # rank 1's log file cannot be opened
+        r, w = os.pipe()  # slotrun's stdin: open, silent; reading it would hang
+        p = subprocess.Popen([SR, "--slots", "3", "--log-dir", d, "--", "true"], stdin=r,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for())
+        os.close(r)
+        try:
+            out, err = p.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            raise AssertionError("slotrun hung on a worker that never started")
+        finally:
+            os.close(w)
+        assert p.returncode == 1, (p.returncode, err)
+        assert b"rank-1.stdout" in err and b"rank 1" in err, err
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def chatty_background_process_does_not_hide_the_failure():
+    t0 = time.monotonic()
+    code, out, err = slotrun("--slots", "1", "--grace", "1", "--", "sh", "-c",
+                             "(while :; do echo tick; sleep 0.1; done) & echo main exits 3 >&2; exit 3",
+                             timeout=20)
+    assert code == 3, (code, err)
+    assert time.monotonic() - t0 < 10
+
+
+@case
+def strays_that_fork_after_the_kill_walk_are_killed_too():
+    marker = f"1000.{os.getpid()}"
+    stray = (f"trap '' TERM; while :; do sleep {marker} & done")  # forks as fast as it can
+    code, _, err = slotrun("--slots", "1", "--no-wrap", "--grace", "0.3", "--", "sh", "-c",
+                           f"sh -c \"{stray}\" & sleep 0.2; exit 0", timeout=20)
+    assert code == 0, (code, err)
+    left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).stdout.split()
+    for pid in left:
+        os.kill(int(pid), signal.SIGKILL)
+    assert not left, f"{len(left)} descendants outlived slotrun"
+
+
+@case
+def closed_standard_fds_do_not_become_signals():
+    d = tempfile.mkdtemp()
+    try:
+        ef = os.path.join(d, "e.json")
+        # stderr lines arrive before rank 1 fails: were fd 2 libevent's
+        # signal pipe, their bytes would be read as signals ('\\n' is SIGUSR1)
+        cmd = (f"exec {SR} --slots 2 --error-file {ef} -- sh -c "
+               f"'echo warn >&2; echo out; [ $RANK = 1 ] && {{ sleep 0.5; exit 3; }}; exec sleep 30' 0<&- 1>&- 2>&-")
+        code, _, _ = run_cmd(["sh", "-c", cmd], env=env_for(), timeout=20)
+        assert code == 3, code
+        assert json.load(open(ef))["root_cause"]["exit_code"] == 3
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def stalled_reader_does_not_delay_teardown():
+    d = tempfile.mkdtemp()
+    try:
+        stamp = os.path.join(d, "term")
+        script = (f"if [ $RANK = 0 ]; then head -c 600000 /dev/zero | tr '\\0' x | fold -w 100; exit 3; fi; "
+                  f"trap 'touch {stamp}; exit 0' TERM; while :; do sleep 0.05; done")
+        # Nobody reads slotrun's stdout until rank 1 has been told to stop.
+        p = subprocess.Popen([SR, "--slots", "2", "--", "sh", "-c", script], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, env=env_for())
+        try:
+            wait_for(lambda: os.path.exists(stamp), 10, "rank 1 to get SIGTERM with stdout unread")
+        finally:
+            out, err = p.communicate(timeout=30)
+        assert p.returncode == 3, (p.returncode, err[-500:])
+        assert out.count(b"\n") == 6000, "every line still arrives"
+    finally:
+        shutil.rmtree(d)
+
+
+@case
+def fd_limit_is_raised_or_refused_clearly():
+    if not shutil.which("prlimit"):
+        raise Skip("needs prlimit")
+    code, out, err = run_cmd(["prlimit", "--nofile=64:4096", SR, "--slots", "40", "--", "true"],
+                             env=env_for(), timeout=30)
+    assert code == 0, err
+    code, out, err = run_cmd(["prlimit", "--nofile=64:64", SR, "--slots", "40", "--", "true"],
+                             env=env_for(), timeout=30)
+    assert code == 2 and b"open files" in err and err.count(b"\n") == 1, (code, err)
+
+
+@case
+def inherited_blocked_signals_are_unblocked_for_workers():
+    import signal as sg
+    for wrap in ([], ["--no-wrap"]):
+        code, out, err = run_cmd(
+            [PY, "-c", "import os,signal,sys; signal.pthread_sigmask(signal.SIG_BLOCK,{signal.SIGTERM,signal.SIGINT}); "
+                       "os.execv(sys.argv[1], sys.argv[1:])",
+             SR, "--slots", "1", *wrap, "--", "sh", "-c", "grep SigBlk /proc/self/status"], env=env_for(), timeout=20)
+        assert code == 0, err
+        blk = int(out.split()[-1], 16)
+        assert not blk & (1 << (sg.SIGTERM - 1)) and not blk & (1 << (sg.SIGINT - 1)), (wrap, out)
+
+
 @case
 def help_and_version():
     code, out, _ = slotrun("--help")

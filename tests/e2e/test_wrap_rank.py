@@ -248,6 +248,18 @@ def background_holder_of_the_pipe_does_not_hang():
 
 
 @case
+def background_printer_does_not_keep_wrap_rank_alive():
+    p = Proc([WR, "0", "sh", "-c", "(while :; do echo tick; sleep 0.1; done) & echo bg $!; exit 3"], env=CLEAN)
+    try:
+        code = p.finish(10)
+        assert code == 3, code
+    finally:
+        m = re.search(rb"\[rank=0\] bg (\d+)\n", p.out)
+        if m:
+            os.kill(int(m.group(1)), signal.SIGKILL)
+
+
+@case
 def closed_reader_stops_the_command():
     # `wrap_rank 0 yes | head -1`: yes must get EPIPE and everything end.
     cmd = f"{WR} 0 yes | head -n 1"

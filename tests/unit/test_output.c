@@ -1,6 +1,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,16 +99,20 @@ LEAK_TEST(output, stream_passes_whole_lines_to_console_file_and_tail)
 	int file = mkstemp(path), n;
 	struct out_stream *s = calloc(1, sizeof(*s));
 	struct out_tail *t = calloc(1, sizeof(*t));
+	struct out_console console;
 	ssize_t got;
 
 	cr_assert(pipe2(in, O_NONBLOCK) == 0 && pipe(con) == 0 && file >= 0);
-	out_stream_init(s, in[0], con[1], file, t);
+	out_console_init(&console, con[1]);
+	out_stream_init(s, in[0], &console, file, t);
 	cr_assert_eq(write(in[1], "a\nb", 3), 3);
 	cr_assert_eq(out_stream_pump(s), OUT_PUMP_EMPTY);
+	cr_assert_eq(out_console_flush(&console), 0);
 	got = read(con[0], buf, sizeof(buf));
 	cr_assert_eq(got, 2, "only the finished line goes out");
 	close(in[1]);
 	cr_assert_eq(out_stream_pump(s), OUT_PUMP_CLOSED);
+	cr_assert_eq(out_console_flush(&console), 0);
 	got = read(con[0], buf, sizeof(buf));
 	cr_assert_eq(got, 2);
 	cr_assert(memcmp(buf, "b\n", 2) == 0, "the unfinished line is ended at EOF");
@@ -120,6 +125,40 @@ LEAK_TEST(output, stream_passes_whole_lines_to_console_file_and_tail)
 	unlink(path);
 	close(con[0]);
 	close(con[1]);
+	out_console_free(&console);
 	free(s);
 	free(t);
+}
+
+LEAK_TEST(output, console_never_blocks_and_writes_whole_lines)
+{
+	int p[2];
+	struct out_console c;
+	char line[1000], buf[8192];
+	size_t queued = 0;
+
+	signal(SIGPIPE, SIG_IGN); /* as slotrun does */
+	cr_assert_eq(pipe(p), 0);
+	fcntl(p[1], F_SETPIPE_SZ, 4096);
+	out_console_init(&c, p[1]);
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	/* 100 KB into a 4 KB pipe nobody reads: flush must return, not block */
+	for (int i = 0; i < 100; i++) {
+		struct out_stream s;
+		out_stream_init(&s, -1, &c, -1, NULL);
+		ls_feed(&s.ls, line, sizeof(line));
+		queued += sizeof(line);
+	}
+	cr_assert_gt(out_console_flush(&c), 90000, "most of it waits in the queue");
+	/* every write was whole lines: what reached the pipe ends in '\n' */
+	ssize_t n = read(p[0], buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(buf[n - 1], '\n');
+	cr_assert_eq(n % 1000, 0, "only whole lines are written");
+	close(p[0]);
+	out_console_flush_all(&c);
+	cr_assert(c.broken, "the reader went away: EPIPE drops the rest");
+	close(p[1]);
+	out_console_free(&c);
 }

@@ -146,7 +146,7 @@ LEAK_TEST(supervisor, failure_before_sigterm_keeps_root_cause)
 	cr_assert_eq(sup_exit_code(&s), 2);
 }
 
-LEAK_TEST(supervisor, strays_escalate_after_grace_in_sweep)
+LEAK_TEST(supervisor, strays_escalate_after_grace_then_rescan_until_gone)
 {
 	struct sup_actions a;
 
@@ -155,9 +155,41 @@ LEAK_TEST(supervisor, strays_escalate_after_grace_in_sweep)
 	a = ev(SUP_EV_TIMER);
 	cr_assert_eq(a.signal_strays, SIGKILL);
 	cr_assert(a.check_strays);
+	cr_assert(a.arm_rescan, "a stray may fork between the walk and its kill");
 	a = ev(SUP_EV_TIMER);
-	cr_assert_eq(a.signal_strays, 0, "already escalated");
+	cr_assert_eq(a.signal_strays, SIGKILL, "the rescan kills what appeared since");
+	cr_assert(a.arm_rescan);
 	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
+	cr_assert_eq(sup_exit_code(&s), 0);
+}
+
+LEAK_TEST(supervisor, first_sigint_during_a_failure_stop_is_forwarded)
+{
+	struct sup_actions a;
+
+	ev_exit(0, 1);
+	a = ev_sig(SIGINT);
+	cr_assert_eq(a.signal_workers, SIGINT, "only the second SIGINT escalates");
+	cr_assert_eq(s.state, SUP_STOPPING);
+	a = ev_sig(SIGINT);
+	cr_assert_eq(a.signal_workers, SIGKILL);
+	for (int i = 1; i < N; i++)
+		ev_exit(i, 137);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 1, "the failure stays the root cause");
+}
+
+LEAK_TEST(supervisor, sigterm_while_sweeping_strays_stops_them)
+{
+	struct sup_actions a;
+
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 0);
+	a = ev_sig(SIGTERM);
+	cr_assert_eq(a.signal_strays, SIGKILL);
+	cr_assert(a.arm_rescan);
+	cr_assert(ev(SUP_EV_STRAYS_GONE).done);
+	cr_assert_eq(sup_exit_code(&s), 143);
 }
 
 LEAK_TEST(supervisor, duplicate_and_unknown_exits_ignored)
