@@ -41,14 +41,30 @@ static int read_ppid(pid_t pid, pid_t *ppid)
 	return 0;
 }
 
+/* A /proc of another PID namespace (PID 1 of `unshare --pid` without
+ * --mount-proc) would name other processes by our numbers: walk only ours. */
+static bool proc_is_ours(void)
+{
+	char buf[32];
+	ssize_t n = readlink("/proc/self", buf, sizeof(buf) - 1);
+
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return atoi(buf) == (int)getpid();
+}
+
 int procs_signal_descendants(pid_t root, int sig)
 {
 	struct pp *all = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	DIR *d = opendir("/proc");
+	DIR *d;
 	int count = 0;
 
+	if (!proc_is_ours())
+		return -ENOTSUP;
+	d = opendir("/proc");
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {

@@ -6,7 +6,8 @@
 #include <sys/types.h>
 
 /* Sends sig to every live descendant of root.  Returns how many were
- * signalled, or a negative errno when /proc cannot be read.  Racy by
+ * signalled, or a negative errno when /proc cannot be read or belongs to
+ * another PID namespace (-ENOTSUP).  Racy by
  * nature (a process may fork meanwhile); callers repeat on later events. */
 int procs_signal_descendants(pid_t root, int sig);
 

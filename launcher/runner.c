@@ -452,8 +452,6 @@ int runner_run(const struct runner_cfg *c)
 	if (spawn_all(&r, &worker_mask) < 0)
 		for (int i = 0; i < r.n; i++)
 			if (r.w[i].pid <= 0) {
-				if (!r.w[i].note[0])
-					snprintf(r.w[i].note, sizeof(r.w[i].note), "not started");
 				feed(&r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
 			}
 	for (int i = 0; i < r.n; i++) {

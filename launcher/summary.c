@@ -57,7 +57,7 @@ static const char *fate_text(const struct sum_worker *w)
 	case SUP_W_EXITED:
 		return "exited on its own";
 	case SUP_W_STOPPED:
-		return "stopped by slotrun";
+		return w->code == 0 ? "finished while slotrun was stopping the job" : "stopped by slotrun";
 	}
 	return "?";
 }
@@ -72,10 +72,15 @@ void summary_print(FILE *f, const struct sum_job *j)
 		int n;
 
 		sum_describe_code(r->code, desc, sizeof(desc));
-		fmt_time(&r->when, when, sizeof(when), false);
-		fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d, pid %d) %s at %s, %.3f s after start%s%s\n",
-			r->rank, j->node_rank, r->local_rank, (int)r->pid, desc, when, r->after_start,
-			r->note ? ": " : "", r->note ? r->note : "");
+		if (r->pid <= 0) /* never started: no pid, no exit time */
+			fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d) did not start: %s\n",
+				r->rank, j->node_rank, r->local_rank, r->note ? r->note : "?");
+		else {
+			fmt_time(&r->when, when, sizeof(when), false);
+			fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d, pid %d) %s at %s, %.3f s after start%s%s\n",
+				r->rank, j->node_rank, r->local_rank, (int)r->pid, desc, when, r->after_start,
+				r->note ? ": " : "", r->note ? r->note : "");
+		}
 		n = r->tail ? out_tail_lines(r->tail, OUT_TAIL_LINES, &lines) : 0;
 		if (n > 0) {
 			fprintf(f, "slotrun: last %d line%s of rank %d's stderr:\n", n, n == 1 ? "" : "s", r->rank);
@@ -83,7 +88,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 				fprintf(f, "slotrun: | %s\n", lines[i]);
 				free(lines[i]);
 			}
-		} else if (r->tail) {
+		} else if (r->tail && r->pid > 0) {
 			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", r->rank);
 		}
 		if (r->tail)
@@ -99,6 +104,11 @@ void summary_print(FILE *f, const struct sum_job *j)
 
 		if (i == j->root)
 			continue;
+		if (w->pid <= 0) {
+			fprintf(f, "slotrun:   rank %d (local rank %d): not started%s%s\n", w->rank,
+				w->local_rank, w->note ? ": " : "", w->note ? w->note : "");
+			continue;
+		}
 		sum_describe_code(w->code, desc, sizeof(desc));
 		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
 			(int)w->pid, desc, fate_text(w));
