@@ -12,6 +12,7 @@ static const char *const type_names[FRAME_TYPE_END] = {
 	[FRAME_BCAST] = "broadcast",
 	[FRAME_ALLREDUCE] = "all-reduce",
 	[FRAME_ABORT] = "abort",
+	[FRAME_BYE] = "bye",
 };
 
 const char *frame_type_name(unsigned type)
@@ -345,6 +346,7 @@ long frame_abort_encode(const struct frame_abort *m, uint8_t *buf, size_t cap)
 	cut[n] = '\0';
 	frame_put_u32(&w, (uint32_t)m->origin);
 	frame_put_u32(&w, (uint32_t)m->culprit);
+	frame_put_u8(&w, m->flags);
 	frame_put_str(&w, cut);
 	return wr_done(&w);
 }
@@ -355,6 +357,7 @@ int frame_abort_decode(const uint8_t *buf, size_t len, struct frame_abort *m, co
 
 	m->origin = (int32_t)frame_get_u32(&r);
 	m->culprit = (int32_t)frame_get_u32(&r);
+	m->flags = frame_get_u8(&r);
 	frame_get_str(&r, m->reason, sizeof(m->reason));
 	if (!r.err && (m->origin < 0 || m->culprit < -1)) {
 		r.err = -EPROTO;

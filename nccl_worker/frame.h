@@ -39,6 +39,7 @@ enum frame_type {
 	FRAME_BCAST,         /* chief -> rank: broadcast payload */
 	FRAME_ALLREDUCE,     /* ring neighbour: the all-reduce each rank is in */
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
+	FRAME_BYE,           /* control plane: this rank is done (comm_destroy) */
 	FRAME_TYPE_END
 };
 
@@ -108,9 +109,12 @@ struct frame_hello {
 	char secret[FRAME_SECRET_MAX];
 };
 
+#define FRAME_ABORT_TIMEOUT 1  /* a suspicion (timed out waiting), not a fact */
+
 struct frame_abort {
 	int32_t origin;   /* rank that sent it first */
 	int32_t culprit;  /* rank it blames, or -1 */
+	uint8_t flags;    /* FRAME_ABORT_* */
 	char reason[FRAME_REASON_MAX];
 };
 
@@ -124,7 +128,7 @@ struct frame_allreduce {
 #define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2)
 #define FRAME_HELLO_MAX (4 + 2 + FRAME_SECRET_MAX)
 #define FRAME_REJECT_MAX (2 + FRAME_REASON_MAX)
-#define FRAME_ABORT_MAX (4 + 4 + 2 + FRAME_REASON_MAX)
+#define FRAME_ABORT_MAX (4 + 4 + 1 + 2 + FRAME_REASON_MAX)
 #define FRAME_ALLREDUCE_LEN 10
 
 /* Encoders write into buf (cap bytes) and return the payload length, or

@@ -167,7 +167,7 @@ Test(frame, hello_abort_reason_allreduce_round_trips)
 	uint8_t buf[FRAME_ABORT_MAX + FRAME_HELLO_MAX];
 	const char *why;
 	struct frame_hello h = { .rank = 9 }, hg;
-	struct frame_abort a = { .origin = 2, .culprit = -1 }, ag;
+	struct frame_abort a = { .origin = 2, .culprit = -1, .flags = FRAME_ABORT_TIMEOUT }, ag;
 	struct frame_allreduce r = { .count = 1ull << 40, .dtype = 4, .op = 3 }, rg;
 	char reason[FRAME_REASON_MAX];
 	long n;
@@ -180,7 +180,7 @@ Test(frame, hello_abort_reason_allreduce_round_trips)
 	strcpy(a.reason, "peer rank 1 closed the connection");
 	n = frame_abort_encode(&a, buf, sizeof(buf));
 	cr_assert_eq(frame_abort_decode(buf, (size_t)n, &ag, &why), 0);
-	cr_assert(ag.origin == 2 && ag.culprit == -1);
+	cr_assert(ag.origin == 2 && ag.culprit == -1 && ag.flags == FRAME_ABORT_TIMEOUT);
 	cr_assert_str_eq(ag.reason, a.reason);
 	buf[0] = 0xff, buf[1] = 0xff, buf[2] = 0xff, buf[3] = 0xff;  /* origin -1 */
 	cr_assert_eq(frame_abort_decode(buf, (size_t)n, &ag, &why), -EPROTO);
