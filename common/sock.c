@@ -235,6 +235,40 @@ int sock_accept(int lfd, int64_t deadline_ns, int *fdp)
 	}
 }
 
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(a) ||
+		       (IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+int sock_is_local(int fd)
+{
+	struct sockaddr_storage me, peer;
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+
+	if (getsockname(fd, (struct sockaddr *)&me, &ml) < 0 ||
+	    getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+		return -errno;
+	if (is_loopback(&peer))
+		return 1;
+	if (me.ss_family != peer.ss_family)
+		return 0;
+	if (me.ss_family == AF_INET)
+		return ((struct sockaddr_in *)&me)->sin_addr.s_addr ==
+		       ((struct sockaddr_in *)&peer)->sin_addr.s_addr;
+	if (me.ss_family == AF_INET6)
+		return memcmp(&((struct sockaddr_in6 *)&me)->sin6_addr,
+			      &((struct sockaddr_in6 *)&peer)->sin6_addr, sizeof(struct in6_addr)) == 0;
+	return 0;
+}
+
 int sock_local_port(int fd)
 {
 	struct sockaddr_storage ss;

@@ -57,6 +57,10 @@ int sock_listen(const struct sockaddr *sa, socklen_t salen, int backlog, int buf
  * is blocking and CLOEXEC. */
 int sock_accept(int lfd, int64_t deadline_ns, int *fd);
 
+/* 1 when a connected socket's two ends are on this machine (loopback, or
+ * the same address at both ends), 0 when not, or a negative errno. */
+int sock_is_local(int fd);
+
 /* The local port of a bound socket, or a negative errno. */
 int sock_local_port(int fd);
 

@@ -544,11 +544,13 @@ static int xfer_step(struct comm *c, struct xfer *x, const char *what)
 	return 1;
 }
 
-/* Runs the transfers to completion.  The deadline restarts whenever any of
- * them moves: a slow but live peer is fine, a silent one is not. */
+/* Runs the transfers to completion.  The deadline restarts whenever they
+ * make progress (COMM_SEND_PROGRESS): a slow but live peer is fine, a
+ * silent one is not. */
 static int xfer_run(struct comm *c, struct xfer *x, int nx, const char *what)
 {
 	int64_t deadline = sock_now_ns() + c->timeout_ns;
+	uint64_t sent = 0;  /* since the deadline was last pushed back */
 
 	for (int i = 0; i < nx; i++)
 		if (x[i].send)
@@ -596,11 +598,18 @@ static int xfer_run(struct comm *c, struct xfer *x, int nx, const char *what)
 			if (xfer_complete(&x[i]))
 				continue;
 			if (c->pfd[np++].revents) {
+				size_t before = x[i].hdr_done + x[i].done;
+
 				r = xfer_step(c, &x[i], what);
 				if (r < 0)
 					return r;
-				if (r > 0)
+				if (x[i].send)
+					sent += x[i].hdr_done + x[i].done - before;
+				if ((r > 0 && !x[i].send) || sent >= COMM_SEND_PROGRESS ||
+				    (x[i].send && xfer_complete(&x[i]))) {
 					deadline = sock_now_ns() + c->timeout_ns;
+					sent = 0;
+				}
 			}
 		}
 	}

@@ -9,15 +9,25 @@
 #include "comm.h"
 #include "frame.h"
 
-/* Socket buffers of the ring connections. */
+/* Socket buffers of a ring connection to another machine, and to a rank
+ * on this one.  Over loopback, small buffers are faster: the kernel's
+ * packets stay in cache between the sender's copy in and the receiver's
+ * copy out (measured: README, nccl_worker).  Between machines the window
+ * must cover the bandwidth-delay product. */
 #define COMM_RING_SOCKBUF (4 << 20)
-/* DEV tuning hook */
-long comm_tune(const char *name, long dflt);
+#define COMM_RING_SOCKBUF_LOCAL (128 << 10)
 
 /* After a ring neighbour vanishes, how long to wait for the chief's abort
  * message, which names the rank that failed first (ms, capped by the
  * deadline). */
 #define COMM_ABORT_GRACE_MS 1000
+
+/* What counts as progress for the SLOTRUN_TIMEOUT deadline: any bytes
+ * received, but at least this many sent.  A stopped (SIGSTOP) receiver's
+ * kernel keeps taking a trickle of bytes as it compacts its receive queue
+ * and answers window probes; that must not keep its sender waiting
+ * forever. */
+#define COMM_SEND_PROGRESS (256 << 10)
 
 struct comm {
 	struct comm_config cfg;
@@ -43,7 +53,6 @@ struct comm {
 
 	unsigned char *stage;  /* ring receive staging buffer */
 	size_t stage_len;
-	size_t min_send;
 
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;

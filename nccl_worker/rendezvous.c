@@ -719,6 +719,11 @@ out:
 
 /* --- ring ---------------------------------------------------------------- */
 
+static void ring_tune(int fd)
+{
+	(void)sock_tune(fd, sock_is_local(fd) == 1 ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
+}
+
 static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 {
 	int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
@@ -734,10 +739,11 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 	if (r < 0)
 		return init_err(c, r, "rank %d's data address %s is not numeric", right,
 				c->peer_addr[right]);
-	r = sock_connect((struct sockaddr *)&ss, len, (int)comm_tune("SOCKBUF", COMM_RING_SOCKBUF), deadline, &c->ring_send);
+	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &c->ring_send);
 	if (r < 0)
 		return init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
 				c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
+	ring_tune(c->ring_send);
 	memcpy(hello.secret, c->cfg.secret, sizeof(hello.secret));
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
@@ -770,20 +776,12 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
 		    secret_equal(got.secret, c->cfg.secret)) {
 			c->ring_recv = fd;
+			ring_tune(fd);
 		} else {
 			close(fd);
 		}
 	}
 	return 0;
-}
-
-long comm_tune(const char *name, long dflt)
-{
-	char n[64];
-	const char *v;
-	snprintf(n, sizeof(n), "SLOTRUN_TUNE_%s", name);
-	v = getenv(n);
-	return v ? atol(v) : dflt;
 }
 
 /* --- init / destroy ------------------------------------------------------ */
@@ -835,7 +833,9 @@ static int do_init(struct comm *c, int64_t deadline)
 		(void)sock_addr_host((struct sockaddr *)&data, my_addr, sizeof(my_addr));
 	else
 		dlen = wildcard(master.ss_family, &data);
-	r = sock_listen((struct sockaddr *)&data, dlen, 16, (int)comm_tune("SOCKBUF", COMM_RING_SOCKBUF), &dlfd);
+	/* No buffer sizes yet: the kernel then offers its largest window
+	 * scale, and ring_tune picks the sizes once the peer is known. */
+	r = sock_listen((struct sockaddr *)&data, dlen, 16, 0, &dlfd);
 	if (r < 0)
 		return init_err(c, r, "cannot listen for ring connections: %s", strerror(-r));
 	dport = sock_local_port(dlfd);

@@ -203,7 +203,7 @@ fail:
 	return peer_fail(c, j, left, k == 0 ? SOCK_EOF : -errno, j->rcv.step + 1);
 }
 
-/* One send(2).  1 on progress, 0 when nothing could go. */
+/* One send(2).  The bytes sent, 0 when nothing could go. */
 static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 {
 	struct ring_step st;
@@ -214,7 +214,7 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	ring_schedule(c->size, c->rank, j->snd.step, &st);
 	seg_bytes(c, j, st.send_seg, &off, &len);
 	n = sendable(c, j, len);
-	if (n == 0 || (n < c->min_send && j->snd.off + n < len))
+	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
 		return 0;
 	k = send(c->ring_send, j->buf + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k < 0) {
@@ -226,13 +226,14 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	}
 	j->snd.off += (uint64_t)k;
 	settle(c, j, &j->snd, 1);
-	return 1;
+	return k > INT32_MAX ? INT32_MAX : (int)k;
 }
 
 static int ring_run(struct comm *c, struct job *j)
 {
 	int left = (c->rank + c->size - 1) % c->size, right = (c->rank + 1) % c->size;
 	int64_t deadline = sock_now_ns() + c->timeout_ns;
+	uint64_t sent = 0;  /* since the deadline was last pushed back */
 	int r;
 
 	/* Our header first: the socket is empty between collectives, so it
@@ -244,7 +245,7 @@ static int ring_run(struct comm *c, struct job *j)
 	comm_watch_init(c);
 
 	for (;;) {
-		int progress = 0, blocked = 0, np = 0, nw, ms;
+		int progress = 0, moved = 0, blocked = 0, np = 0, nw, ms;
 		int rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
 
 		if (!rcv_open && j->snd.step >= j->nsteps)
@@ -259,12 +260,15 @@ static int ring_run(struct comm *c, struct job *j)
 			r = send_some(c, j, right, &blocked);
 			if (r < 0)
 				return r;
-			progress |= r;
+			moved = r;
+			sent += (uint64_t)r;
 		}
-		if (progress) {
+		if (progress || sent >= COMM_SEND_PROGRESS) {
 			deadline = sock_now_ns() + c->timeout_ns;
-			continue;
+			sent = 0;
 		}
+		if (progress || moved)
+			continue;
 
 		rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
 		if (rcv_open)
@@ -311,8 +315,7 @@ int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtyp
 	if (c->size == 1)
 		return 0;  /* the sum, min, max, product and mean of one value */
 	if (!c->stage) {
-		c->stage_len = (size_t)comm_tune("STAGE", RING_STAGE_BYTES);
-		c->min_send = (size_t)comm_tune("MINSEND", RING_MIN_SEND);
+		c->stage_len = RING_STAGE_BYTES;
 		c->stage = malloc(c->stage_len);
 		if (!c->stage)
 			return comm_fail(c, -ENOMEM, -1, "out of memory");
