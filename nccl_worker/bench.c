@@ -206,6 +206,8 @@ static void header(struct run *r, const char *backend_note)
 	       comm_local_size(r->c), comm_timeout_s(r->c));
 	if (r->g)
 		printf("# backend nccl: %s\n", ring_nccl_describe(r->g));
+	else if (r->size == 1)
+		printf("# backend cpu: a single rank, nothing to exchange\n");
 	else
 		printf("# backend cpu: ring over %s (reduce-scatter + all-gather, %d steps)\n",
 		       comm_transport_name(r->c), 2 * (r->size - 1));
