@@ -90,6 +90,7 @@ struct run {
 	double busbw_sum;
 	int rows;
 	uint64_t wrong_total;
+	int corrupt_rank;  /* test hook: this rank spoils one element per check */
 };
 
 struct row_stats {
@@ -102,10 +103,12 @@ static double now_s(void)
 	return (double)sock_now_ns() * 1e-9;
 }
 
+/* Says why the communicator failed (unless the caller already said why). */
 static int die(struct run *r, const char *what)
 {
-	fprintf(stderr, "nccl_worker: rank %d: %s%s%s\n", r->rank, what ? what : "",
-		what ? ": " : "", comm_error(r->c));
+	if (comm_error(r->c)[0])
+		fprintf(stderr, "nccl_worker: rank %d: %s%s%s\n", r->rank, what ? what : "",
+			what ? ": " : "", comm_error(r->c));
 	return 1;
 }
 
@@ -156,6 +159,9 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 			return -1;
 		if (r->g && ring_nccl_to_host(r->g, r->host, r->dev, bytes) < 0)
 			return -1;
+		if (r->corrupt_rank == r->rank && count)
+			for (size_t b = 0; b < esize; b++)
+				((uint8_t *)r->host)[count / 2 * esize + b] ^= 0x40;
 		verify_expect(&exp, t, op, r->size);
 		mine.wrong = verify_check(r->host, count, &exp, &first, &got, &want);
 		if (mine.wrong)
@@ -319,6 +325,10 @@ int bench_main(const struct bench_opts *o)
 	}
 	r.rank = cfg.rank;
 	r.size = cfg.size;
+	/* For the end-to-end test of the check itself: proves that a wrong
+	 * element is seen, summed and turned into exit status 1. */
+	r.corrupt_rank = getenv("NCCL_WORKER_TEST_CORRUPT_RANK")
+				 ? atoi(getenv("NCCL_WORKER_TEST_CORRUPT_RANK")) : -1;
 	if (o->backend != BENCH_CPU)
 		local_ok = ring_nccl_probe(why, sizeof(why)) > 0;
 	if (o->backend == BENCH_NCCL && !local_ok) {

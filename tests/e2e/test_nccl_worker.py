@@ -154,6 +154,19 @@ def n5_every_type_and_op():
 
 
 @case
+def a_wrong_element_is_counted_and_fails_every_rank():
+    procs = start(3, [NW, "--backend", "cpu", "-b", "4K", "-e", "16K", "-d", "int32", "-n", "1"],
+                  NCCL_WORKER_TEST_CORRUPT_RANK=1)
+    codes = finish_all(procs, 60)
+    assert codes == {0: 1, 1: 1, 2: 1}, (codes, {r: p.err for r, p in procs.items()})
+    assert [r[4] for r in table(procs[0].out)] == [1, 1, 1], procs[0].out
+    assert b"# Out of bounds values : 3 FAILED" in procs[0].out
+    assert procs[1].err.count(b"1 wrong elements in int32 sum") == 3, procs[1].err
+    assert b"nccl_worker: rank 0: 3 wrong elements over all ranks" in procs[0].err
+    assert procs[2].err == b""
+
+
+@case
 def linear_sizes_with_i():
     _, rows = bench_ok(3, ["-b", "4", "-e", "40", "-i", "12", "-d", "int32", "-o", "max"],
                        expect_rows=4)
@@ -401,10 +414,15 @@ def unreachable_chief_times_out_naming_it():
     assert time.monotonic() - t0 < 2 + 5
 
 
+# What the CUDA runtime needs under AddressSanitizer (and leaks at exit).
+CUDA_ASAN = {"ASAN_OPTIONS": os.environ.get("ASAN_OPTIONS", "") +
+             ":protect_shadow_gap=0:detect_leaks=0"}
+
+
 @case
 def backend_auto_without_gpu_says_it_falls_back():
     code, out, err = run_cmd([NW, "--backend", "auto", "-b", "1K", "-e", "1K"],
-                             env=rank_env(0, 1, free_port()), timeout=60)
+                             env=rank_env(0, 1, free_port(), **CUDA_ASAN), timeout=60)
     assert code == 0, err
     if b"# backend nccl" in out:
         raise Skip("a GPU is visible here: auto picked NCCL")
@@ -415,7 +433,7 @@ def backend_auto_without_gpu_says_it_falls_back():
 @case
 def backend_nccl_without_gpu_exits_77():
     code, out, err = run_cmd([NW, "--backend", "nccl", "-b", "1K", "-e", "1K"],
-                             env=rank_env(0, 1, free_port()), timeout=60)
+                             env=rank_env(0, 1, free_port(), **CUDA_ASAN), timeout=60)
     if code == 0:
         raise Skip("a GPU is visible here (test_nccl_gpu covers it)")
     assert code == 77, (code, err)
