@@ -85,7 +85,7 @@ static void settle(const struct comm *c, const struct job *j, struct stream *s, 
 }
 
 /* Bytes of the current send step that may be sent now (from snd.off). */
-static uint64_t sendable(const struct comm *c, const struct job *j, uint64_t seglen)
+static uint64_t sendable(const struct job *j, uint64_t seglen)
 {
 	uint64_t upto;
 
@@ -95,7 +95,6 @@ static uint64_t sendable(const struct comm *c, const struct job *j, uint64_t seg
 		upto = j->rcv.off;
 	else
 		upto = 0;
-	(void)c;
 	return upto > j->snd.off ? upto - j->snd.off : 0;
 }
 
@@ -127,8 +126,7 @@ static int check_header(struct comm *c, struct job *j, int left)
 	struct frame_allreduce m;
 	const char *why;
 
-	if (frame_decode_hdr(j->hdr_in, FRAME_ALLREDUCE_LEN, &h, &why) < 0 ||
-	    frame_allreduce_decode(j->hdr_in + FRAME_HDR_LEN, h.len, &m, &why) < 0)
+	if (frame_decode_hdr(j->hdr_in, UINT64_MAX, &h, &why) < 0)
 		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
 				 left, why);
 	if (h.type != FRAME_ALLREDUCE || h.seq != c->seq)
@@ -137,6 +135,10 @@ static int check_header(struct comm *c, struct job *j, int left)
 				 "rank's all-reduce #%llu): collectives must be called in the same "
 				 "order on every rank", left, frame_type_name(h.type),
 				 (unsigned long long)h.seq, (unsigned long long)c->seq);
+	if (h.len != FRAME_ALLREDUCE_LEN ||
+	    frame_allreduce_decode(j->hdr_in + FRAME_HDR_LEN, h.len, &m, &why) < 0)
+		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
+				 left, h.len != FRAME_ALLREDUCE_LEN ? "wrong length" : why);
 	if (m.count != j->count || m.dtype != j->dtype || m.op != j->op)
 		return comm_fail(c, -EPROTO, left,
 				 "peer rank %d called all-reduce with %llu %s %s, this rank with "
@@ -213,7 +215,7 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	*blocked = 0;
 	ring_schedule(c->size, c->rank, j->snd.step, &st);
 	seg_bytes(c, j, st.send_seg, &off, &len);
-	n = sendable(c, j, len);
+	n = sendable(j, len);
 	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
 		return 0;
 	k = send(c->ring_send, j->buf + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
