@@ -1,0 +1,381 @@
+#include "bench.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "comm.h"
+#include "ring_nccl.h"
+#include "sock.h"
+#include "verify.h"
+
+int bench_parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	uint64_t mult = 1;
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	switch (tolower((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'k':
+		mult = 1ull << 10;
+		end++;
+		break;
+	case 'm':
+		mult = 1ull << 20;
+		end++;
+		break;
+	case 'g':
+		mult = 1ull << 30;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	if (v > BENCH_MAX_BYTES / mult)
+		return -ERANGE;
+	*out = v * mult;
+	return 0;
+}
+
+int bench_next_size(const struct bench_opts *o, uint64_t cur, uint64_t *next)
+{
+	uint64_t n;
+
+	if (o->stepbytes)
+		n = cur + o->stepbytes;
+	else if (cur == 0)
+		n = 1;
+	else if (cur > BENCH_MAX_BYTES / o->factor)
+		return 0;
+	else
+		n = cur * o->factor;
+	if (n > o->maxbytes || n <= cur)
+		return 0;
+	*next = n;
+	return 1;
+}
+
+/* --- running ------------------------------------------------------------- */
+
+static volatile sig_atomic_t preempt_asked;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	preempt_asked = 1;
+}
+
+struct run {
+	const struct bench_opts *o;
+	struct comm *c;
+	struct ring_nccl *g;
+	int rank, size;
+	void *host;
+	void *dev;
+	double busbw_sum;
+	int rows;
+	uint64_t wrong_total;
+	int corrupt_rank;  /* test hook: this rank spoils one element per check */
+};
+
+struct row_stats {
+	double us;
+	uint64_t wrong;
+};
+
+static double now_s(void)
+{
+	return (double)sock_now_ns() * 1e-9;
+}
+
+/* Says why the communicator failed (unless the caller already said why). */
+static int die(struct run *r, const char *what)
+{
+	if (comm_error(r->c)[0])
+		fprintf(stderr, "nccl_worker: rank %d: %s%s%s\n", r->rank, what ? what : "",
+			what ? ": " : "", comm_error(r->c));
+	return 1;
+}
+
+/* Runs the all-reduce `times` times on the active backend. */
+static int reduce_n(struct run *r, long times, size_t count, enum comm_dtype t, enum comm_op op)
+{
+	if (r->g) {
+		for (long i = 0; i < times; i++)
+			if (ring_nccl_allreduce_start(r->g, r->dev, count, t, op) < 0)
+				return -1;
+		return ring_nccl_sync(r->g);
+	}
+	for (long i = 0; i < times; i++)
+		if (comm_allreduce(r->c, r->host, count, t, op) < 0)
+			return -1;
+	return 0;
+}
+
+static int load(struct run *r, size_t bytes)
+{
+	return r->g ? ring_nccl_to_device(r->g, r->dev, r->host, bytes) : 0;
+}
+
+static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op)
+{
+	size_t esize = comm_dtype_size(t), count = bytes / esize;
+	struct row_stats mine = { 0 }, *all;
+	struct verify_table exp;
+	double t0, us = 0, algbw, busbw;
+	uint64_t wrong = 0;
+
+	bytes = count * esize;
+	verify_fill(r->host, count, t, op, r->rank);
+	if (load(r, bytes) < 0 || comm_barrier(r->c) < 0 || reduce_n(r, r->o->warmup, count, t, op) < 0 ||
+	    comm_barrier(r->c) < 0)
+		return -1;
+	t0 = now_s();
+	if (reduce_n(r, r->o->iters, count, t, op) < 0)
+		return -1;
+	mine.us = (now_s() - t0) * 1e6 / (double)r->o->iters;
+
+	if (r->o->check) {
+		uint64_t first = 0;
+		double got = 0, want = 0;
+
+		verify_fill(r->host, count, t, op, r->rank);
+		if (load(r, bytes) < 0 || reduce_n(r, 1, count, t, op) < 0)
+			return -1;
+		if (r->g && ring_nccl_to_host(r->g, r->host, r->dev, bytes) < 0)
+			return -1;
+		if (r->corrupt_rank == r->rank && count)
+			for (size_t b = 0; b < esize; b++)
+				((uint8_t *)r->host)[count / 2 * esize + b] ^= 0x40;
+		verify_expect(&exp, t, op, r->size);
+		mine.wrong = verify_check(r->host, count, &exp, &first, &got, &want);
+		if (mine.wrong)
+			fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu "
+				"elements (first at %llu: got %g, expected %g)\n", r->rank,
+				(unsigned long long)mine.wrong, comm_dtype_name(t), comm_op_name(op),
+				count, (unsigned long long)first, got, want);
+	}
+
+	all = calloc((size_t)r->size, sizeof(*all));
+	if (!all) {
+		fprintf(stderr, "nccl_worker: rank %d: out of memory\n", r->rank);
+		return -1;
+	}
+	if (comm_allgather(r->c, &mine, sizeof(mine), all) < 0) {
+		free(all);
+		return -1;
+	}
+	for (int i = 0; i < r->size; i++) {
+		us = all[i].us > us ? all[i].us : us;  /* the slowest rank's time */
+		wrong += all[i].wrong;
+	}
+	free(all);
+	r->wrong_total += wrong;
+	algbw = us > 0 ? (double)bytes / (us * 1e-6) / 1e9 : 0;
+	busbw = algbw * 2.0 * (r->size - 1) / r->size;
+	r->busbw_sum += busbw;
+	r->rows++;
+	if (r->rank == 0) {
+		printf("%12llu  %12zu  %8s  %6s  %6d  %10.1f  %7.3f  %7.3f  %6llu\n",
+		       (unsigned long long)bytes, count, comm_dtype_name(t), comm_op_name(op), -1, us,
+		       algbw, busbw, (unsigned long long)wrong);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+static void header(struct run *r, const char *backend_note)
+{
+	const struct bench_opts *o = r->o;
+	int shown = r->size < 64 ? r->size : 64;
+
+	if (r->rank != 0)
+		return;
+	printf("# nccl_worker %s: all-reduce, in place, %ld iterations after %ld warm-up, check %s\n",
+	       SLOTRUN_VERSION, o->iters, o->warmup, o->check ? "on" : "off");
+	printf("# ranks %d, hosts %d, local ranks %d, timeout %gs\n", r->size, comm_nhosts(r->c),
+	       comm_local_size(r->c), comm_timeout_s(r->c));
+	if (r->g)
+		printf("# backend nccl: %s\n", ring_nccl_describe(r->g));
+	else if (r->size == 1)
+		printf("# backend cpu: a single rank, nothing to exchange\n");
+	else
+		printf("# backend cpu: ring over %s (reduce-scatter + all-gather, %d steps)\n",
+		       comm_transport_name(r->c), 2 * (r->size - 1));
+	if (backend_note)
+		printf("# %s\n", backend_note);
+	printf("# transport %s\n", r->g ? "nccl" : comm_transport_name(r->c));
+	for (int i = 0; i < shown; i++)
+		printf("#   rank %d: host %s, data plane %s\n", i, comm_peer_host(r->c, i),
+		       comm_peer_addr(r->c, i));
+	if (shown < r->size)
+		printf("#   ... and %d more ranks\n", r->size - shown);
+	if (o->check)
+		printf("# check: integers exact; floats within a relative float32 %g, float64 %g, "
+		       "bf16 %g, fp16 %g\n", verify_tolerance(COMM_FLOAT32),
+		       verify_tolerance(COMM_FLOAT64), verify_tolerance(COMM_BF16),
+		       verify_tolerance(COMM_FP16));
+	printf("#\n");
+	printf("# %10s  %12s  %8s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
+	       "root", "time", "algbw", "busbw", "#wrong");
+	printf("# %10s  %12s  %8s  %6s  %6s  %10s  %7s  %7s  %6s\n", "(B)", "(elements)", "", "", "",
+	       "(us)", "(GB/s)", "(GB/s)", "");
+	fflush(stdout);
+}
+
+/* Which backend, agreed by all ranks: NCCL for auto only when every rank
+ * can use it. */
+static int choose_backend(struct run *r, int local_ok, const char *why, char *note, size_t len)
+{
+	unsigned char mine = (unsigned char)local_ok, *all;
+	int all_ok = 1, first_bad = -1;
+
+	if (r->o->backend == BENCH_CPU)
+		return BENCH_CPU;
+	if (r->o->backend == BENCH_NCCL)
+		return BENCH_NCCL;  /* checked before the rendezvous */
+	all = malloc((size_t)r->size);
+	if (!all || comm_allgather(r->c, &mine, 1, all) < 0) {
+		free(all);
+		return -1;
+	}
+	for (int i = 0; i < r->size; i++) {
+		if (!all[i]) {
+			all_ok = 0;
+			if (first_bad < 0)
+				first_bad = i;
+		}
+	}
+	free(all);
+	if (all_ok)
+		return BENCH_NCCL;
+	if (!local_ok)
+		snprintf(note, len, "backend auto: %s; using the CPU ring instead", why);
+	else
+		snprintf(note, len, "backend auto: rank %d cannot use NCCL; using the CPU ring instead",
+			 first_bad);
+	return BENCH_CPU;
+}
+
+static int run_rows(struct run *r)
+{
+	const struct bench_opts *o = r->o;
+	int t0 = o->dtype < 0 ? 0 : o->dtype, t1 = o->dtype < 0 ? COMM_DTYPE_COUNT : o->dtype + 1;
+	int p0 = o->op < 0 ? 0 : o->op, p1 = o->op < 0 ? COMM_OP_COUNT : o->op + 1;
+
+	for (int t = t0; t < t1; t++) {
+		for (int p = p0; p < p1; p++) {
+			uint64_t size = o->minbytes;
+
+			for (;;) {
+				bool stop = false;
+
+				if (row(r, size, (enum comm_dtype)t, (enum comm_op)p) < 0)
+					return die(r, NULL);
+				if (comm_should_preempt(r->c, preempt_asked != 0, &stop) < 0)
+					return die(r, NULL);
+				if (stop) {
+					if (r->rank == 0) {
+						printf("# preempted: a rank asked to stop (SIGUSR1); "
+						       "stopping after %d rows\n", r->rows);
+						fflush(stdout);
+					}
+					return 0;
+				}
+				if (!bench_next_size(o, size, &size))
+					break;
+			}
+		}
+	}
+	return 0;
+}
+
+int bench_main(const struct bench_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	struct comm_config cfg;
+	struct run r = { .o = o };
+	char err[COMM_ERR_MAX], why[256] = "", note[512] = "";
+	int local_ok = 0, backend, status = 0;
+	size_t cap = o->maxbytes ? (size_t)o->maxbytes : 1;
+
+	/* SIGUSR1 is slotrun's preemption signal: note it, stop at the next row. */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR1, &sa, NULL);
+
+	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: %s\n", err);
+		return BENCH_EXIT_USAGE;
+	}
+	r.rank = cfg.rank;
+	r.size = cfg.size;
+	/* For the end-to-end test of the check itself: proves that a wrong
+	 * element is seen, summed and turned into exit status 1. */
+	r.corrupt_rank = getenv("NCCL_WORKER_TEST_CORRUPT_RANK")
+				 ? atoi(getenv("NCCL_WORKER_TEST_CORRUPT_RANK")) : -1;
+	if (o->backend != BENCH_CPU)
+		local_ok = ring_nccl_probe(why, sizeof(why)) > 0;
+	if (o->backend == BENCH_NCCL && !local_ok) {
+		fprintf(stderr, "nccl_worker: rank %d: --backend nccl: %s\n", r.rank, why);
+		return BENCH_EXIT_UNAVAILABLE;
+	}
+	r.host = aligned_alloc(4096, (cap + 4095) / 4096 * 4096);
+	if (!r.host) {
+		fprintf(stderr, "nccl_worker: rank %d: cannot allocate %zu bytes\n", r.rank, cap);
+		return 1;
+	}
+	if (comm_init(&r.c, &cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: rank %d: %s\n", r.rank, err);
+		free(r.host);
+		return 1;
+	}
+
+	backend = choose_backend(&r, local_ok, why, note, sizeof(note));
+	if (backend < 0) {
+		status = die(&r, NULL);
+		goto out;
+	}
+	if (backend == BENCH_NCCL &&
+	    (ring_nccl_init(r.c, &r.g) < 0 || ring_nccl_alloc(r.g, cap, &r.dev) < 0)) {
+		status = die(&r, "NCCL");
+		goto out;
+	}
+	header(&r, note[0] ? note : NULL);
+	status = run_rows(&r);
+	if (status == 0 && r.rank == 0) {
+		printf("# Out of bounds values : %llu %s\n", (unsigned long long)r.wrong_total,
+		       r.wrong_total ? "FAILED" : "OK");
+		printf("# Avg bus bandwidth    : %g\n", r.rows ? r.busbw_sum / r.rows : 0.0);
+		fflush(stdout);
+	}
+	if (status == 0 && r.wrong_total) {
+		if (r.rank == 0)
+			fprintf(stderr, "nccl_worker: rank 0: %llu wrong elements over all ranks\n",
+				(unsigned long long)r.wrong_total);
+		status = 1;
+	}
+out:
+	if (r.g) {
+		ring_nccl_free(r.g, r.dev);
+		ring_nccl_destroy(r.g);
+	}
+	comm_destroy(r.c);
+	free(r.host);
+	return status;
+}

@@ -1,0 +1,109 @@
+/* What the comm modules share: the communicator and its error path.
+ * Not part of the public API. */
+#ifndef SLOTRUN_COMM_INTERNAL_H
+#define SLOTRUN_COMM_INTERNAL_H
+
+#include <poll.h>
+#include <stdint.h>
+
+#include "comm.h"
+#include "frame.h"
+
+/* Socket buffers of a ring connection to another machine, and to a rank
+ * on this one.  Over loopback, small buffers are faster: the kernel's
+ * packets stay in cache between the sender's copy in and the receiver's
+ * copy out (measured: README, nccl_worker).  Between machines the window
+ * must cover the bandwidth-delay product. */
+#define COMM_RING_SOCKBUF (4 << 20)
+#define COMM_RING_SOCKBUF_LOCAL (128 << 10)
+
+/* After a ring neighbour vanishes, how long to wait for the chief's abort
+ * message, which names the rank that failed first (ms, capped by the
+ * deadline). */
+#define COMM_ABORT_GRACE_MS 1000
+
+/* What counts as progress for the SLOTRUN_TIMEOUT deadline: any bytes
+ * received, but at least this many sent.  A stopped (SIGSTOP) receiver's
+ * kernel keeps taking a trickle of bytes as it compacts its receive queue
+ * and answers window probes; that must not keep its sender waiting
+ * forever. */
+#define COMM_SEND_PROGRESS (256 << 10)
+
+struct comm {
+	struct comm_config cfg;
+	int rank, size;
+	int64_t timeout_ns;
+	struct frame_peer *peers;  /* the table, indexed by rank */
+	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port" */
+	int nhosts;
+
+	/* Control connections (the rendezvous sockets, kept): on rank 0, ctl[r]
+	 * for every r >= 1; elsewhere ctl[0] is the chief.  -1 when none.
+	 * ctl_mid[r] is set while a frame to r is partly written: then no abort
+	 * frame may follow on that stream. */
+	int *ctl;
+	unsigned char *ctl_mid;
+
+	int ring_send;  /* to rank + 1 */
+	int ring_recv;  /* from rank - 1 */
+
+	uint64_t seq;   /* collectives so far; frames carry it */
+	int broken;
+	char err[COMM_ERR_MAX];
+
+	unsigned char *stage;  /* ring receive staging buffer */
+	size_t stage_len;
+
+	int *watch;            /* control peers being watched (comm_watch_*) */
+	int nwatch;
+	struct pollfd *pfd;    /* room for size + 2 entries */
+};
+
+/* Records the error (the first one wins), marks the communicator broken,
+ * tells the others (a non-chief tells the chief, the chief tells everyone),
+ * and returns rc.  culprit: the rank at fault, or -1. */
+int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The same for a timeout while waiting on `suspect` (-1: several): a
+ * suspicion, since the rank we wait on may itself be waiting on a stuck
+ * one.  Rank 0 listens briefly to all ranks and blames the ones that went
+ * silent; the others report to rank 0 and take its verdict (or, without one,
+ * keep their own view).  Returns -ETIMEDOUT or the verdict's error. */
+int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The same for an abort frame received from the chief or a peer: relays it
+ * (chief) and fails with its reason. */
+int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const char *what);
+
+/* Tells the control peers this rank is done, so that one still finishing
+ * the last collective does not take our closing for a failure.  Best
+ * effort, never blocks; nothing when broken (they got an abort instead). */
+void comm_say_bye(struct comm *c);
+
+/* -ENOTCONN when broken (the error message is kept). */
+int comm_usable(struct comm *c);
+
+/* "closed the connection", "reset the connection", "did not answer within
+ * 3s", ... for an I/O result from sock_* or the ring. */
+void comm_io_phrase(const struct comm *c, int rc, char *buf, size_t len);
+
+/* Control-connection watching while a collective waits on something else:
+ * a watched peer that closes its control connection, or sends an abort
+ * frame, fails the collective at once.  A peer that sends anything else is
+ * ahead of us (in a later collective) and is simply no longer watched.
+ * comm_watch_init watches every control peer; comm_watch_fill writes their
+ * pollfds into pfd (room for comm_size entries) and returns how many;
+ * comm_watch_check handles the revents and returns 0 or the failure. */
+void comm_watch_init(struct comm *c);
+int comm_watch_fill(const struct comm *c, struct pollfd *pfd);
+int comm_watch_check(struct comm *c, const struct pollfd *pfd, int npfd, const char *what);
+
+/* After a data-plane peer vanished: waits up to ms (capped by the timeout)
+ * for what explains it on the watched control connections -- an abort
+ * frame, or a control connection closing (that rank died) -- and returns
+ * that failure, else 0. */
+int comm_watch_grace(struct comm *c, int ms, const char *what);
+
+#endif

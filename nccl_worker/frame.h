@@ -1,0 +1,159 @@
+/* Wire format of the rendezvous and control messages: pure encoding and
+ * validation, no I/O, so that every malformed input can be unit-tested.
+ *
+ * Every message is a 24-byte header followed by `len` payload bytes, all
+ * integers little-endian:
+ *
+ *   0  u32 magic    FRAME_MAGIC ("SLRN")
+ *   4  u16 version  FRAME_VERSION
+ *   6  u16 type     enum frame_type
+ *   8  u64 seq      collective sequence number (0 during the rendezvous)
+ *  16  u64 len      payload length, bounded by what the receiver expects
+ *
+ * Strings in payloads are a u16 length and that many bytes, without NUL;
+ * a string that does not fit the receiver's buffer, or holds a NUL or (but
+ * for the secret) any other control character, is malformed, so that what
+ * a peer sends can be printed in a one-line diagnostic.  Decoders return 0 or -EPROTO, and then set *why to a short
+ * static phrase ("bad magic", "truncated payload", ...). */
+#ifndef SLOTRUN_FRAME_H
+#define SLOTRUN_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
+#define FRAME_VERSION 1
+#define FRAME_HDR_LEN 24
+
+#define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
+#define FRAME_ADDR_MAX 64
+#define FRAME_SECRET_MAX 1025
+#define FRAME_REASON_MAX 512
+
+enum frame_type {
+	FRAME_REGISTER = 1,  /* rank -> chief: who I am, where my data plane listens */
+	FRAME_TABLE,         /* chief -> rank: every rank's host and address */
+	FRAME_REJECT,        /* chief -> rank: refused, with the reason */
+	FRAME_HELLO,         /* ring neighbour -> ring neighbour on the data plane */
+	FRAME_GATHER,        /* rank -> chief: one rank's part of gather/allgather */
+	FRAME_BCAST,         /* chief -> rank: broadcast payload */
+	FRAME_ALLREDUCE,     /* ring neighbour: the all-reduce each rank is in */
+	FRAME_ABORT,         /* any direction: the job is failing, and why */
+	FRAME_BYE,           /* control plane: this rank is done (comm_destroy) */
+	FRAME_TYPE_END
+};
+
+struct frame_hdr {
+	uint16_t type;
+	uint64_t seq;
+	uint64_t len;
+};
+
+const char *frame_type_name(unsigned type);
+
+void frame_encode_hdr(uint8_t out[FRAME_HDR_LEN], unsigned type, uint64_t seq, uint64_t len);
+
+/* Checks magic, version and type, and len <= max_len. */
+int frame_decode_hdr(const uint8_t in[FRAME_HDR_LEN], uint64_t max_len, struct frame_hdr *h,
+		     const char **why);
+
+/* Payload writer: every put is bounds-checked; the first overflow makes err
+ * -ENOSPC and later puts do nothing. */
+struct frame_wr {
+	uint8_t *p;
+	size_t cap, pos;
+	int err;
+};
+
+void frame_put_u8(struct frame_wr *w, uint8_t v);
+void frame_put_u16(struct frame_wr *w, uint16_t v);
+void frame_put_u32(struct frame_wr *w, uint32_t v);
+void frame_put_u64(struct frame_wr *w, uint64_t v);
+void frame_put_str(struct frame_wr *w, const char *s);
+
+/* Payload reader: the first problem makes err -EPROTO and sets why; later
+ * gets return 0 / "". frame_get_end() fails on trailing bytes. */
+struct frame_rd {
+	const uint8_t *p;
+	size_t len, pos;
+	int err;
+	const char *why;
+};
+
+uint8_t frame_get_u8(struct frame_rd *r);
+uint16_t frame_get_u16(struct frame_rd *r);
+uint32_t frame_get_u32(struct frame_rd *r);
+uint64_t frame_get_u64(struct frame_rd *r);
+void frame_get_str(struct frame_rd *r, char *out, size_t outlen);
+void frame_get_secret(struct frame_rd *r, char *out, size_t outlen);  /* control chars allowed */
+int frame_get_end(struct frame_rd *r, const char **why);
+
+/* --- messages ------------------------------------------------------------ */
+
+struct frame_register {
+	uint32_t rank, size, local_rank, local_size;
+	char host[FRAME_HOST_MAX];
+	char addr[FRAME_ADDR_MAX];
+	uint16_t port;
+	char secret[FRAME_SECRET_MAX];
+};
+
+struct frame_peer {
+	char host[FRAME_HOST_MAX];
+	char addr[FRAME_ADDR_MAX];
+	uint16_t port;
+};
+
+struct frame_hello {
+	uint32_t rank;
+	char secret[FRAME_SECRET_MAX];
+};
+
+#define FRAME_ABORT_TIMEOUT 1  /* a suspicion (timed out waiting), not a fact */
+
+struct frame_abort {
+	int32_t origin;   /* rank that sent it first */
+	int32_t culprit;  /* rank it blames, or -1 */
+	uint8_t flags;    /* FRAME_ABORT_* */
+	char reason[FRAME_REASON_MAX];
+};
+
+struct frame_allreduce {
+	uint64_t count;
+	uint8_t dtype, op;
+};
+
+/* Largest payloads a receiver should accept (for frame_decode_hdr). */
+#define FRAME_REGISTER_MAX (4 * 4 + 2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + 2 + FRAME_SECRET_MAX)
+#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2)
+#define FRAME_HELLO_MAX (4 + 2 + FRAME_SECRET_MAX)
+#define FRAME_REJECT_MAX (2 + FRAME_REASON_MAX)
+#define FRAME_ABORT_MAX (4 + 4 + 1 + 2 + FRAME_REASON_MAX)
+#define FRAME_ALLREDUCE_LEN 10
+
+/* Encoders write into buf (cap bytes) and return the payload length, or
+ * -ENOSPC.  Decoders parse exactly len bytes. */
+long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t cap);
+int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register *m,
+			  const char **why);
+
+/* The table is a u32 count followed by count peers. */
+long frame_table_encode(const struct frame_peer *peers, uint32_t n, uint8_t *buf, size_t cap);
+int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
+		       const char **why);
+
+long frame_hello_encode(const struct frame_hello *m, uint8_t *buf, size_t cap);
+int frame_hello_decode(const uint8_t *buf, size_t len, struct frame_hello *m, const char **why);
+
+long frame_reason_encode(const char *reason, uint8_t *buf, size_t cap);
+int frame_reason_decode(const uint8_t *buf, size_t len, char *reason, size_t rlen,
+			const char **why);
+
+long frame_abort_encode(const struct frame_abort *m, uint8_t *buf, size_t cap);
+int frame_abort_decode(const uint8_t *buf, size_t len, struct frame_abort *m, const char **why);
+
+void frame_allreduce_encode(const struct frame_allreduce *m, uint8_t out[FRAME_ALLREDUCE_LEN]);
+int frame_allreduce_decode(const uint8_t *buf, size_t len, struct frame_allreduce *m,
+			   const char **why);
+
+#endif

@@ -1,0 +1,229 @@
+/* Built with -O3 (see meson.build) so that the loops below are vectorized;
+ * each one is a plain indexed loop over restrict pointers for that reason.
+ * Signed integer sums and products run on the unsigned type of the same
+ * width: wrapping, not undefined behaviour. */
+#include "reduce.h"
+
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define HAVE_X86_F16C 1
+#endif
+
+static inline uint32_t f2u(float f)
+{
+	uint32_t u;
+	memcpy(&u, &f, sizeof(u));
+	return u;
+}
+
+static inline float u2f(uint32_t u)
+{
+	float f;
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+static inline float bf16_in(uint16_t h)
+{
+	return u2f((uint32_t)h << 16);
+}
+
+static inline uint16_t bf16_out(float f)
+{
+	uint32_t u = f2u(f);
+	uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+	uint32_t quiet_nan = (u >> 16) | 0x40u;
+
+	return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
+static inline float fp16_in(uint16_t h)
+{
+	uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+	uint32_t em = h & 0x7fffu;
+
+	if (em >= 0x7c00u)                 /* infinity, NaN */
+		return u2f(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
+	if (em < 0x0400u) {                /* zero, subnormal: em * 2^-24 exactly */
+		float v = (float)em * 0x1p-24f;
+		return sign ? -v : v;
+	}
+	return u2f(sign | ((em << 13) + (112u << 23)));
+}
+
+static inline uint16_t fp16_out(float f)
+{
+	uint32_t u = f2u(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+	uint32_t o;
+
+	if (a >= 0x47800000u) {            /* >= 2^16: infinity, or NaN stays NaN */
+		o = a > 0x7f800000u ? 0x7e00u : 0x7c00u;
+	} else if (a < 0x38800000u) {      /* below 2^-14: a half subnormal or zero */
+		/* Adding 0.5 leaves units of 2^-24 (the half subnormal step) in the
+		 * low mantissa bits, rounded to nearest even by the FPU. */
+		o = f2u(u2f(a) + 0.5f) - 0x3f000000u;
+	} else {
+		uint32_t odd = (a >> 13) & 1u;
+
+		a -= 112u << 23;           /* rebias the exponent from 127 to 15 */
+		a += 0xfffu + odd;         /* round to nearest even; may carry into infinity */
+		o = a >> 13;
+	}
+	return (uint16_t)(o | sign);
+}
+
+float reduce_bf16_to_float(uint16_t h) { return bf16_in(h); }
+uint16_t reduce_float_to_bf16(float f) { return bf16_out(f); }
+float reduce_fp16_to_float(uint16_t h) { return fp16_in(h); }
+uint16_t reduce_float_to_fp16(float f) { return fp16_out(f); }
+
+#define OP_SUM(a, b) ((a) + (b))
+#define OP_PROD(a, b) ((a) * (b))
+#define OP_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define OP_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define KERNEL(name, T, OP)                                                             \
+	static void name(void *restrict dv, const void *restrict sv, size_t n)          \
+	{                                                                               \
+		T *restrict d = dv;                                                     \
+		const T *restrict s = sv;                                               \
+		for (size_t i = 0; i < n; i++)                                          \
+			d[i] = OP(d[i], s[i]);                                          \
+	}
+
+#define KERNEL16(name, IN, OUT, OP)                                                     \
+	static void name(void *restrict dv, const void *restrict sv, size_t n)          \
+	{                                                                               \
+		uint16_t *restrict d = dv;                                              \
+		const uint16_t *restrict s = sv;                                        \
+		for (size_t i = 0; i < n; i++) {                                        \
+			float a = IN(d[i]), b = IN(s[i]);                               \
+			d[i] = OUT(OP(a, b));                                           \
+		}                                                                       \
+	}
+
+KERNEL(f32_sum, float, OP_SUM)
+KERNEL(f32_prod, float, OP_PROD)
+KERNEL(f32_min, float, OP_MIN)
+KERNEL(f32_max, float, OP_MAX)
+KERNEL(f64_sum, double, OP_SUM)
+KERNEL(f64_prod, double, OP_PROD)
+KERNEL(f64_min, double, OP_MIN)
+KERNEL(f64_max, double, OP_MAX)
+KERNEL(i32_sum, uint32_t, OP_SUM)
+KERNEL(i32_prod, uint32_t, OP_PROD)
+KERNEL(i32_min, int32_t, OP_MIN)
+KERNEL(i32_max, int32_t, OP_MAX)
+KERNEL(i64_sum, uint64_t, OP_SUM)
+KERNEL(i64_prod, uint64_t, OP_PROD)
+KERNEL(i64_min, int64_t, OP_MIN)
+KERNEL(i64_max, int64_t, OP_MAX)
+KERNEL16(bf16_sum, bf16_in, bf16_out, OP_SUM)
+KERNEL16(bf16_prod, bf16_in, bf16_out, OP_PROD)
+KERNEL16(bf16_min, bf16_in, bf16_out, OP_MIN)
+KERNEL16(bf16_max, bf16_in, bf16_out, OP_MAX)
+KERNEL16(fp16_sum, fp16_in, fp16_out, OP_SUM)
+KERNEL16(fp16_prod, fp16_in, fp16_out, OP_PROD)
+KERNEL16(fp16_min, fp16_in, fp16_out, OP_MIN)
+KERNEL16(fp16_max, fp16_in, fp16_out, OP_MAX)
+
+#ifdef HAVE_X86_F16C
+/* fp16 with the F16C conversion instructions, 8 lanes at a time; the tail
+ * goes through the software conversion, which rounds the same way. */
+#define KERNEL_F16C(name, VOP, OP)                                                      \
+	__attribute__((target("avx2,f16c"))) static void name(                          \
+		void *restrict dv, const void *restrict sv, size_t n)                   \
+	{                                                                               \
+		uint16_t *restrict d = dv;                                              \
+		const uint16_t *restrict s = sv;                                        \
+		size_t i = 0;                                                           \
+		for (; i + 8 <= n; i += 8) {                                            \
+			__m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + i))); \
+			__m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))); \
+			_mm_storeu_si128((__m128i *)(d + i),                            \
+					 _mm256_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
+		}                                                                       \
+		for (; i < n; i++)                                                      \
+			d[i] = fp16_out(OP(fp16_in(d[i]), fp16_in(s[i])));              \
+	}
+
+KERNEL_F16C(fp16_sum_f16c, _mm256_add_ps, OP_SUM)
+KERNEL_F16C(fp16_prod_f16c, _mm256_mul_ps, OP_PROD)
+KERNEL_F16C(fp16_min_f16c, _mm256_min_ps, OP_MIN)
+KERNEL_F16C(fp16_max_f16c, _mm256_max_ps, OP_MAX)
+
+static const reduce_fn fp16_f16c[4] = { fp16_sum_f16c, fp16_prod_f16c, fp16_min_f16c,
+					fp16_max_f16c };
+#endif
+
+/* Indexed by [type][op], op in SUM PROD MIN MAX; AVG uses SUM. */
+static const reduce_fn kernels[COMM_DTYPE_COUNT][4] = {
+	[COMM_FLOAT32] = { f32_sum, f32_prod, f32_min, f32_max },
+	[COMM_FLOAT64] = { f64_sum, f64_prod, f64_min, f64_max },
+	[COMM_INT32] = { i32_sum, i32_prod, i32_min, i32_max },
+	[COMM_INT64] = { i64_sum, i64_prod, i64_min, i64_max },
+	[COMM_BF16] = { bf16_sum, bf16_prod, bf16_min, bf16_max },
+	[COMM_FP16] = { fp16_sum, fp16_prod, fp16_min, fp16_max },
+};
+
+reduce_fn reduce_get(enum comm_dtype t, enum comm_op op)
+{
+	int k;
+
+	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
+		return NULL;
+	k = op == COMM_AVG ? COMM_SUM : (int)op;
+#ifdef HAVE_X86_F16C
+	if (t == COMM_FP16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+		return fp16_f16c[k];
+#endif
+	return kernels[t][k];
+}
+
+void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks)
+{
+	switch (t) {
+	case COMM_FLOAT32: {
+		float *d = buf, div = (float)nranks;
+		for (size_t i = 0; i < n; i++)
+			d[i] /= div;
+		break;
+	}
+	case COMM_FLOAT64: {
+		double *d = buf, div = (double)nranks;
+		for (size_t i = 0; i < n; i++)
+			d[i] /= div;
+		break;
+	}
+	case COMM_INT32: {
+		int32_t *d = buf;
+		for (size_t i = 0; i < n; i++)
+			d[i] /= nranks;
+		break;
+	}
+	case COMM_INT64: {
+		int64_t *d = buf;
+		for (size_t i = 0; i < n; i++)
+			d[i] /= nranks;
+		break;
+	}
+	case COMM_BF16: {
+		uint16_t *d = buf;
+		float div = (float)nranks;
+		for (size_t i = 0; i < n; i++)
+			d[i] = bf16_out(bf16_in(d[i]) / div);
+		break;
+	}
+	case COMM_FP16: {
+		uint16_t *d = buf;
+		float div = (float)nranks;
+		for (size_t i = 0; i < n; i++)
+			d[i] = fp16_out(fp16_in(d[i]) / div);
+		break;
+	}
+	default:
+		break;
+	}
+}

@@ -1,0 +1,33 @@
+/* Reduction kernels: dst[i] = dst[i] OP src[i] for every type and op, one
+ * tight loop per (type, op) picked once per call (no per-element switch).
+ * Pure functions on memory.
+ *
+ * Integers wrap on overflow (two's complement, as NCCL does); floats follow
+ * IEEE arithmetic; bf16 and fp16 are widened to float, combined, and
+ * rounded back to nearest even.  COMM_AVG reduces like COMM_SUM; the owner
+ * of each segment then calls reduce_avg_finish once on the full sum. */
+#ifndef SLOTRUN_REDUCE_H
+#define SLOTRUN_REDUCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "comm.h"
+
+typedef void (*reduce_fn)(void *restrict dst, const void *restrict src, size_t n);
+
+/* The kernel for (t, op); NULL when either is out of range. */
+reduce_fn reduce_get(enum comm_dtype t, enum comm_op op);
+
+/* buf[i] /= nranks: floats divide in their type (bf16/fp16 in float),
+ * integers truncate toward zero. */
+void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks);
+
+/* Exact conversions to float, and round-to-nearest-even back (NaN stays
+ * NaN, overflow becomes infinity, fp16 subnormals are kept). */
+float reduce_bf16_to_float(uint16_t h);
+uint16_t reduce_float_to_bf16(float f);
+float reduce_fp16_to_float(uint16_t h);
+uint16_t reduce_float_to_fp16(float f);
+
+#endif

@@ -1,0 +1,329 @@
+/* The CPU ring all-reduce over TCP: reduce-scatter then all-gather in
+ * 2(n-1) steps (ring_schedule.h), streamed.
+ *
+ * Each rank runs two byte streams on one thread: what it sends to its right
+ * neighbour (the segments of steps 0, 1, ..., 2n-3 back to back) and what
+ * it receives from its left one.  For every step s >= 1 the segment sent is
+ * the one received at step s - 1, so a byte may be sent as soon as it has
+ * been received and reduced: the send stream may run up to the receive
+ * stream's position (plus all of step 0, which is our own data).  That is
+ * the pipeline, at the granularity of whatever each recv(2) returns rather
+ * than of fixed chunks: while the kernel moves one piece, the previous one
+ * is reduced and handed on.  Non-blocking sockets and poll(2) keep both
+ * directions moving; the control connections are watched at the same time
+ * so that a failure elsewhere stops us at once.
+ *
+ * Reduce-scatter data lands in a staging buffer (c->stage, small enough to
+ * stay in cache) and is reduced from there straight into the user buffer;
+ * all-gather data is received straight into the user buffer.  Sends go
+ * straight from the user buffer.  send(2) copies, so overwriting a range
+ * after it was sent is safe.
+ *
+ * The first bytes of each stream are an ALLREDUCE frame (count, type, op,
+ * sequence number), so ranks that disagree fail with a message instead of
+ * exchanging garbage. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "comm_internal.h"
+#include "reduce.h"
+#include "ring_schedule.h"
+#include "sock.h"
+
+/* Staging buffer for reduce-scatter receives, and the smallest send worth a
+ * system call (unless it ends a segment).  Measured on the 2-core
+ * development machine (bench/allreduce_sweep): see README. */
+#define RING_STAGE_BYTES (512u << 10)
+#define RING_MIN_SEND (64u << 10)
+
+#define HDR_BYTES (FRAME_HDR_LEN + FRAME_ALLREDUCE_LEN)
+
+struct stream {
+	int step;      /* 0 .. nsteps; nsteps when finished */
+	uint64_t off;  /* bytes of this step's segment done (recv: reduced/copied) */
+};
+
+struct job {
+	uint8_t *buf;
+	uint64_t count;
+	size_t esize;
+	enum comm_dtype dtype;
+	enum comm_op op;
+	reduce_fn fn;
+	int nsteps;
+	struct stream snd, rcv;
+	size_t fill;              /* received bytes in c->stage not reduced yet */
+	uint8_t hdr_out[HDR_BYTES];
+	uint8_t hdr_in[HDR_BYTES];
+	size_t hdr_got;
+};
+
+static void seg_bytes(const struct comm *c, const struct job *j, int seg, uint64_t *off,
+		      uint64_t *len)
+{
+	ring_segment(j->count, c->size, seg, off, len);
+	*off *= j->esize;
+	*len *= j->esize;
+}
+
+/* Skips finished (and empty) steps. */
+static void settle(const struct comm *c, const struct job *j, struct stream *s, int sending)
+{
+	while (s->step < j->nsteps) {
+		struct ring_step st;
+		uint64_t off, len;
+
+		ring_schedule(c->size, c->rank, s->step, &st);
+		seg_bytes(c, j, sending ? st.send_seg : st.recv_seg, &off, &len);
+		if (s->off < len)
+			return;
+		s->step++;
+		s->off = 0;
+	}
+}
+
+/* Bytes of the current send step that may be sent now (from snd.off). */
+static uint64_t sendable(const struct job *j, uint64_t seglen)
+{
+	uint64_t upto;
+
+	if (j->snd.step == 0 || j->rcv.step > j->snd.step - 1)
+		upto = seglen;
+	else if (j->rcv.step == j->snd.step - 1)
+		upto = j->rcv.off;
+	else
+		upto = 0;
+	return upto > j->snd.off ? upto - j->snd.off : 0;
+}
+
+static int peer_fail(struct comm *c, const struct job *j, int peer, int rc, int step)
+{
+	char phrase[96];
+	int r;
+
+	/* When a neighbour vanishes, the chief's abort message (if one is on
+	 * its way) names the rank that failed first; prefer it. */
+	if (rc != -ETIMEDOUT) {
+		r = comm_watch_grace(c, COMM_ABORT_GRACE_MS, "all-reduce");
+		if (r < 0)
+			return r;
+	}
+	(void)j;
+	comm_io_phrase(c, rc, phrase, sizeof(phrase));
+	if (rc == -ETIMEDOUT)
+		return comm_fail_timeout(c, peer, "all-reduce",
+					 "peer rank %d %s during all-reduce (step %d of %d)", peer,
+					 phrase, step, 2 * (c->size - 1));
+	return comm_fail(c, rc, peer, "peer rank %d %s during all-reduce (step %d of %d)", peer,
+			 phrase, step, 2 * (c->size - 1));
+}
+
+static int check_header(struct comm *c, struct job *j, int left)
+{
+	struct frame_hdr h;
+	struct frame_allreduce m;
+	const char *why;
+
+	if (frame_decode_hdr(j->hdr_in, UINT64_MAX, &h, &why) < 0)
+		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
+				 left, why);
+	if (h.type != FRAME_ALLREDUCE || h.seq != c->seq)
+		return comm_fail(c, -EPROTO, left,
+				 "peer rank %d is in a different collective (its %s #%llu, this "
+				 "rank's all-reduce #%llu): collectives must be called in the same "
+				 "order on every rank", left, frame_type_name(h.type),
+				 (unsigned long long)h.seq, (unsigned long long)c->seq);
+	if (h.len != FRAME_ALLREDUCE_LEN ||
+	    frame_allreduce_decode(j->hdr_in + FRAME_HDR_LEN, h.len, &m, &why) < 0)
+		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
+				 left, h.len != FRAME_ALLREDUCE_LEN ? "wrong length" : why);
+	if (m.count != j->count || m.dtype != j->dtype || m.op != j->op)
+		return comm_fail(c, -EPROTO, left,
+				 "peer rank %d called all-reduce with %llu %s %s, this rank with "
+				 "%llu %s %s", left, (unsigned long long)m.count,
+				 comm_dtype_name(m.dtype), comm_op_name(m.op),
+				 (unsigned long long)j->count, comm_dtype_name(j->dtype),
+				 comm_op_name(j->op));
+	return 0;
+}
+
+/* One recv(2) and what follows from it.  1 on progress, 0 on EAGAIN. */
+static int recv_some(struct comm *c, struct job *j, int left)
+{
+	struct ring_step st;
+	uint64_t off, len;
+	ssize_t k;
+
+	if (j->hdr_got < HDR_BYTES) {
+		k = recv(c->ring_recv, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got, MSG_DONTWAIT);
+		if (k > 0) {
+			j->hdr_got += (size_t)k;
+			if (j->hdr_got == HDR_BYTES) {
+				int r = check_header(c, j, left);
+				if (r < 0)
+					return r;
+				settle(c, j, &j->rcv, 0);
+			}
+			return 1;
+		}
+		goto fail;
+	}
+
+	ring_schedule(c->size, c->rank, j->rcv.step, &st);
+	seg_bytes(c, j, st.recv_seg, &off, &len);
+	if (!st.reduce) {
+		k = recv(c->ring_recv, j->buf + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
+		if (k <= 0)
+			goto fail;
+		j->rcv.off += (uint64_t)k;
+	} else {
+		uint64_t want = len - j->rcv.off - j->fill;
+		size_t room = c->stage_len - j->fill, n;
+		uint8_t *dst = j->buf + off + j->rcv.off;
+
+		k = recv(c->ring_recv, c->stage + j->fill, want < room ? want : room, MSG_DONTWAIT);
+		if (k <= 0)
+			goto fail;
+		j->fill += (size_t)k;
+		n = j->fill / j->esize;
+		j->fn(dst, c->stage, n);
+		if (st.last_reduce && j->op == COMM_AVG)
+			reduce_avg_finish(dst, n, j->dtype, c->size);
+		j->rcv.off += n * j->esize;
+		j->fill -= n * j->esize;
+		if (j->fill)  /* a split element: keep its bytes for the next recv */
+			memmove(c->stage, c->stage + n * j->esize, j->fill);
+	}
+	settle(c, j, &j->rcv, 0);
+	return 1;
+
+fail:
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	return peer_fail(c, j, left, k == 0 ? SOCK_EOF : -errno, j->rcv.step + 1);
+}
+
+/* One send(2).  The bytes sent, 0 when nothing could go. */
+static int send_some(struct comm *c, struct job *j, int right, int *blocked)
+{
+	struct ring_step st;
+	uint64_t off, len, n;
+	ssize_t k;
+
+	*blocked = 0;
+	ring_schedule(c->size, c->rank, j->snd.step, &st);
+	seg_bytes(c, j, st.send_seg, &off, &len);
+	n = sendable(j, len);
+	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
+		return 0;
+	k = send(c->ring_send, j->buf + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (k < 0) {
+		if (errno == EAGAIN || errno == EINTR) {
+			*blocked = 1;
+			return 0;
+		}
+		return peer_fail(c, j, right, -errno, j->snd.step + 1);
+	}
+	j->snd.off += (uint64_t)k;
+	settle(c, j, &j->snd, 1);
+	return k > INT32_MAX ? INT32_MAX : (int)k;
+}
+
+static int ring_run(struct comm *c, struct job *j)
+{
+	int left = (c->rank + c->size - 1) % c->size, right = (c->rank + 1) % c->size;
+	int64_t deadline = sock_now_ns() + c->timeout_ns;
+	uint64_t sent = 0;  /* since the deadline was last pushed back */
+	int r;
+
+	/* Our header first: the socket is empty between collectives, so it
+	 * fits. */
+	r = sock_send_all(c->ring_send, j->hdr_out, HDR_BYTES, deadline);
+	if (r < 0)
+		return peer_fail(c, j, right, r, 0);
+	settle(c, j, &j->snd, 1);
+	comm_watch_init(c);
+
+	for (;;) {
+		int progress = 0, moved = 0, blocked = 0, np = 0, nw, ms;
+		int rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
+
+		if (!rcv_open && j->snd.step >= j->nsteps)
+			return 0;
+		if (rcv_open) {
+			r = recv_some(c, j, left);
+			if (r < 0)
+				return r;
+			progress |= r;
+		}
+		if (j->snd.step < j->nsteps) {
+			r = send_some(c, j, right, &blocked);
+			if (r < 0)
+				return r;
+			moved = r;
+			sent += (uint64_t)r;
+		}
+		if (progress || sent >= COMM_SEND_PROGRESS) {
+			deadline = sock_now_ns() + c->timeout_ns;
+			sent = 0;
+		}
+		if (progress || moved)
+			continue;
+
+		rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
+		if (rcv_open)
+			c->pfd[np++] = (struct pollfd){ .fd = c->ring_recv, .events = POLLIN };
+		if (blocked)
+			c->pfd[np++] = (struct pollfd){ .fd = c->ring_send, .events = POLLOUT };
+		nw = comm_watch_fill(c, c->pfd + np);
+		ms = sock_poll_ms(deadline);
+		if (ms == 0) {
+			/* A full send buffer means the right neighbour stopped
+			 * reading; otherwise we wait on the left one. */
+			if (blocked)
+				return peer_fail(c, j, right, -ETIMEDOUT, j->snd.step + 1);
+			return peer_fail(c, j, left, -ETIMEDOUT, j->rcv.step + 1);
+		}
+		r = poll(c->pfd, (nfds_t)(np + nw), ms);
+		if (r < 0 && errno != EINTR)
+			return comm_fail(c, -errno, -1, "poll: %s", strerror(errno));
+		if (r > 0 && nw) {
+			r = comm_watch_check(c, c->pfd + np, nw, "all-reduce");
+			if (r < 0)
+				return r;
+		}
+	}
+}
+
+int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
+		   enum comm_op op)
+{
+	struct job j = { .buf = buf, .count = count, .dtype = dtype, .op = op };
+	struct frame_allreduce m = { .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
+	int r = comm_usable(c);
+
+	if (r < 0)
+		return r;
+	c->seq++;
+	j.fn = reduce_get(dtype, op);
+	if (!j.fn)
+		return comm_fail(c, -EINVAL, -1, "all-reduce: unknown type %d or op %d", (int)dtype,
+				 (int)op);
+	j.esize = comm_dtype_size(dtype);
+	if (count > SIZE_MAX / j.esize)
+		return comm_fail(c, -EOVERFLOW, -1, "all-reduce of %zu elements overflows", count);
+	if (c->size == 1)
+		return 0;  /* the sum, min, max, product and mean of one value */
+	if (!c->stage) {
+		c->stage_len = RING_STAGE_BYTES;
+		c->stage = malloc(c->stage_len);
+		if (!c->stage)
+			return comm_fail(c, -ENOMEM, -1, "out of memory");
+	}
+	j.nsteps = ring_nsteps(c->size);
+	frame_encode_hdr(j.hdr_out, FRAME_ALLREDUCE, c->seq, FRAME_ALLREDUCE_LEN);
+	frame_allreduce_encode(&m, j.hdr_out + FRAME_HDR_LEN);
+	return ring_run(c, &j);
+}

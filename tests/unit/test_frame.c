@@ -1,0 +1,242 @@
+/* Message framing: round trips, and every kind of malformed input is
+ * refused with -EPROTO (never read past the buffer, never accepted). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "frame.h"
+#include "leak_check.h"
+
+LEAK_TEST(frame, header_round_trip)
+{
+	uint8_t b[FRAME_HDR_LEN];
+	struct frame_hdr h;
+	const char *why = NULL;
+
+	frame_encode_hdr(b, FRAME_GATHER, 0x0102030405060708ull, 77);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), 0);
+	cr_assert_eq(h.type, FRAME_GATHER);
+	cr_assert_eq(h.seq, 0x0102030405060708ull);
+	cr_assert_eq(h.len, 77);
+	/* little-endian on the wire, whatever the host */
+	cr_assert(b[0] == 'S' && b[1] == 'L' && b[2] == 'R' && b[3] == 'N');
+	cr_assert_eq(b[8], 0x08);
+}
+
+LEAK_TEST(frame, header_rejections)
+{
+	uint8_t b[FRAME_HDR_LEN];
+	struct frame_hdr h;
+	const char *why;
+
+	frame_encode_hdr(b, FRAME_BCAST, 1, 10);
+	b[0] ^= 1;
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	cr_assert_str_eq(why, "bad magic (not a slotrun peer)");
+
+	frame_encode_hdr(b, FRAME_BCAST, 1, 10);
+	b[4] = 2;
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	cr_assert_str_eq(why, "unsupported protocol version");
+
+	frame_encode_hdr(b, 0, 1, 10);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	frame_encode_hdr(b, FRAME_TYPE_END, 1, 10);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	cr_assert_str_eq(why, "unknown message type");
+
+	frame_encode_hdr(b, FRAME_BCAST, 1, 101);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	cr_assert_str_eq(why, "payload longer than allowed");
+	frame_encode_hdr(b, FRAME_BCAST, 1, UINT64_MAX);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+
+	/* "GET / HTTP/1.1\r\n..." is not a frame */
+	memcpy(b, "GET / HTTP/1.1\r\nHost: xxxx", FRAME_HDR_LEN);
+	cr_assert_eq(frame_decode_hdr(b, UINT64_MAX, &h, &why), -EPROTO);
+}
+
+LEAK_TEST(frame, type_names)
+{
+	cr_assert_str_eq(frame_type_name(FRAME_ALLREDUCE), "all-reduce");
+	cr_assert_str_eq(frame_type_name(0), "unknown");
+	cr_assert_str_eq(frame_type_name(999), "unknown");
+}
+
+static struct frame_register sample_register(void)
+{
+	struct frame_register m = { .rank = 3, .size = 5, .local_rank = 1, .local_size = 2,
+				    .port = 4242 };
+
+	strcpy(m.host, "node-7");
+	strcpy(m.addr, "10.0.0.7");
+	strcpy(m.secret, "s3cr\x01t");  /* the secret may hold control characters */
+	return m;
+}
+
+LEAK_TEST(frame, register_round_trip_and_every_truncation_fails)
+{
+	struct frame_register m = sample_register(), got;
+	uint8_t buf[FRAME_REGISTER_MAX];
+	const char *why;
+	long n = frame_register_encode(&m, buf, sizeof(buf));
+
+	cr_assert_gt(n, 0);
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), 0);
+	cr_assert_eq(got.rank, 3);
+	cr_assert_eq(got.size, 5);
+	cr_assert_eq(got.local_rank, 1);
+	cr_assert_eq(got.local_size, 2);
+	cr_assert_eq(got.port, 4242);
+	cr_assert_str_eq(got.host, "node-7");
+	cr_assert_str_eq(got.addr, "10.0.0.7");
+	cr_assert_str_eq(got.secret, "s3cr\x01t");
+
+	for (long cut = 0; cut < n; cut++) {
+		cr_assert_eq(frame_register_decode(buf, (size_t)cut, &got, &why), -EPROTO, "cut %ld", cut);
+		cr_assert_str_eq(why, "truncated payload");
+	}
+	buf[n] = 0;
+	cr_assert_eq(frame_register_decode(buf, (size_t)n + 1, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "trailing bytes after the payload");
+}
+
+LEAK_TEST(frame, register_rejects_bad_strings_and_port_0)
+{
+	struct frame_register m = sample_register(), got;
+	uint8_t buf[FRAME_REGISTER_MAX];
+	const char *why;
+	long n;
+
+	strcpy(m.host, "evil\nhost");
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "string holds a control character");
+
+	m = sample_register();
+	m.port = 0;
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "port 0");
+
+	/* A host string claiming 0xffff bytes. */
+	m = sample_register();
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	buf[16] = 0xff;
+	buf[17] = 0xff;
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "string too long");
+
+	/* A NUL inside a string. */
+	m = sample_register();
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	buf[18 + 2] = 0;  /* inside "node-7" */
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "string holds a NUL byte");
+}
+
+LEAK_TEST(frame, encoder_reports_no_room)
+{
+	struct frame_register m = sample_register();
+	uint8_t buf[20];
+
+	cr_assert_eq(frame_register_encode(&m, buf, sizeof(buf)), -ENOSPC);
+}
+
+LEAK_TEST(frame, table_round_trip_and_size_check)
+{
+	struct frame_peer p[3] = { { "a", "127.0.0.1", 1 }, { "b", "::1", 2 }, { "c", "10.1.1.1", 3 } };
+	struct frame_peer got[3];
+	uint8_t buf[4 + 3 * FRAME_PEER_MAX];
+	const char *why;
+	long n = frame_table_encode(p, 3, buf, sizeof(buf));
+
+	cr_assert_gt(n, 0);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, &why), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_str_eq(got[i].host, p[i].host);
+		cr_assert_str_eq(got[i].addr, p[i].addr);
+		cr_assert_eq(got[i].port, p[i].port);
+	}
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, &why), -EPROTO);
+	cr_assert_str_eq(why, "table size differs from WORLD_SIZE");
+	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, &why), -EPROTO);
+}
+
+LEAK_TEST(frame, hello_abort_reason_allreduce_round_trips)
+{
+	uint8_t buf[FRAME_ABORT_MAX + FRAME_HELLO_MAX];
+	const char *why;
+	struct frame_hello h = { .rank = 9 }, hg;
+	struct frame_abort a = { .origin = 2, .culprit = -1, .flags = FRAME_ABORT_TIMEOUT }, ag;
+	struct frame_allreduce r = { .count = 1ull << 40, .dtype = 4, .op = 3 }, rg;
+	char reason[FRAME_REASON_MAX];
+	long n;
+
+	strcpy(h.secret, "x");
+	n = frame_hello_encode(&h, buf, sizeof(buf));
+	cr_assert_eq(frame_hello_decode(buf, (size_t)n, &hg, &why), 0);
+	cr_assert(hg.rank == 9 && strcmp(hg.secret, "x") == 0);
+
+	strcpy(a.reason, "peer rank 1 closed the connection");
+	n = frame_abort_encode(&a, buf, sizeof(buf));
+	cr_assert_eq(frame_abort_decode(buf, (size_t)n, &ag, &why), 0);
+	cr_assert(ag.origin == 2 && ag.culprit == -1 && ag.flags == FRAME_ABORT_TIMEOUT);
+	cr_assert_str_eq(ag.reason, a.reason);
+	buf[0] = 0xff, buf[1] = 0xff, buf[2] = 0xff, buf[3] = 0xff;  /* origin -1 */
+	cr_assert_eq(frame_abort_decode(buf, (size_t)n, &ag, &why), -EPROTO);
+
+	n = frame_reason_encode("wrong job secret", buf, sizeof(buf));
+	cr_assert_eq(frame_reason_decode(buf, (size_t)n, reason, sizeof(reason), &why), 0);
+	cr_assert_str_eq(reason, "wrong job secret");
+	cr_assert_eq(frame_reason_decode(buf, (size_t)n, reason, 5, &why), -EPROTO);
+
+	frame_allreduce_encode(&r, buf);
+	cr_assert_eq(frame_allreduce_decode(buf, FRAME_ALLREDUCE_LEN, &rg, &why), 0);
+	cr_assert(rg.count == r.count && rg.dtype == 4 && rg.op == 3);
+	cr_assert_eq(frame_allreduce_decode(buf, FRAME_ALLREDUCE_LEN - 1, &rg, &why), -EPROTO);
+}
+
+LEAK_TEST(frame, long_reasons_are_cut_not_refused)
+{
+	char big[2000];
+	uint8_t buf[FRAME_REJECT_MAX];
+	char reason[FRAME_REASON_MAX];
+	const char *why;
+	long n;
+
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	n = frame_reason_encode(big, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(frame_reason_decode(buf, (size_t)n, reason, sizeof(reason), &why), 0);
+	cr_assert_eq(strlen(reason), FRAME_REASON_MAX - 1);
+}
+
+/* Decoders on arbitrary bytes: never crash (ASan watches), accept or refuse. */
+LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
+{
+	uint8_t buf[600];
+	uint32_t x = 1;
+
+	for (int round = 0; round < 3000; round++) {
+		struct frame_register m;
+		struct frame_peer p[4];
+		struct frame_hello h;
+		struct frame_abort a;
+		struct frame_hdr hd;
+		const char *why;
+		size_t len = (size_t)(round % 600);
+
+		for (size_t i = 0; i < len; i++) {
+			x = x * 1664525u + 1013904223u;
+			buf[i] = (uint8_t)(x >> 24);
+		}
+		if (len >= FRAME_HDR_LEN)
+			(void)frame_decode_hdr(buf, 1000, &hd, &why);
+		(void)frame_register_decode(buf, len, &m, &why);
+		(void)frame_table_decode(buf, len, 4, p, &why);
+		(void)frame_hello_decode(buf, len, &h, &why);
+		(void)frame_abort_decode(buf, len, &a, &why);
+	}
+}
