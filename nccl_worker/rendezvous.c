@@ -728,7 +728,7 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 {
 	int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
 	struct sockaddr_storage ss;
-	socklen_t len;
+	socklen_t len = 0;
 	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_MAX];
 	struct frame_hello hello = { .rank = (uint32_t)c->rank };
 	char phrase[96];
@@ -815,7 +815,7 @@ static void format_addrs(struct comm *c)
 static int do_init(struct comm *c, int64_t deadline)
 {
 	struct sockaddr_storage master, data;
-	socklen_t mlen, dlen = 0;
+	socklen_t mlen = 0, dlen = 0;
 	char my_addr[FRAME_ADDR_MAX] = "", b[80];
 	int dlfd = -1, dport, r;
 

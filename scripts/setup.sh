@@ -23,10 +23,14 @@ slotrun_install_missing() {
 slotrun_build() {
 	local dir=$1
 	shift
+	local log
+	log=$(mktemp)
+	# quiet when it works, the whole log when it does not
 	if [ -f "$dir/build.ninja" ]; then
-		meson configure "$dir" "$@" >/dev/null
+		meson configure "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
 	else
-		meson setup "$dir" "$@" >/dev/null
+		meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
 	fi
-	ninja -C "$dir" >/dev/null
+	ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+	rm -f "$log"
 }

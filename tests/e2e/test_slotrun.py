@@ -485,6 +485,47 @@ def two_nodes_in_network_namespaces():
 
 
 @case
+def nccl_worker_all_reduce_across_two_nodes():
+    nw = os.environ.get("NCCL_WORKER_BIN")
+    if not nw:
+        raise Skip("NCCL_WORKER_BIN not set")
+    net = NetNS("r")
+    try:
+        procs = []
+        for i in range(2):
+            cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
+                                   "--slots", "2", "--master-port", "29517", "--",
+                                   nw, "--backend", "cpu", "-b", "4", "-e", "1M", "-f", "16", "-d", "all", "-o", "sum"]
+            procs.append(Proc(cmd, env=env_for({"SLOTRUN_JOB_SECRET": "two-node-test", "SLOTRUN_TIMEOUT": "60"})))
+        codes = [p.finish(120) for p in procs]
+        assert codes == [0, 0], (codes, procs[0].err[-1500:], procs[1].err[-1500:])
+        out = procs[0].out.decode()
+        assert "# ranks 4," in out, out[:2000]
+        # (one host name: network namespaces share it) each node's ranks
+        # register their own veth address, so the ring crosses the link
+        assert out.count(f"data plane {net.addrs[0]}:") == 2, out[:2000]
+        assert out.count(f"data plane {net.addrs[1]}:") == 2, out[:2000]
+        rows = [l for l in out.splitlines() if l.startswith("[rank=0] ") and not l.startswith("[rank=0] #")]
+        assert len(rows) >= 6 and all(l.split()[-1] == "0" for l in rows), rows
+    finally:
+        net.close()
+
+
+@case
+def a_rank_killed_under_slotrun_is_the_root_cause():
+    nw = os.environ.get("NCCL_WORKER_BIN")
+    if not nw:
+        raise Skip("NCCL_WORKER_BIN not set")
+    # rank 2's nccl_worker kills itself mid-run; slotrun reports it, the
+    # other ranks are stopped (or fail naming it), and the status is 137
+    script = f'if [ $RANK = 2 ]; then ({nw} -b 64M -e 64M -n 1000 & p=$!; sleep 0.5; kill -9 $p; wait $p); else exec {nw} -b 64M -e 64M -n 1000; fi'
+    code, out, err = slotrun("--slots", "3", "--grace", "5", "--", "sh", "-c", script,
+                             env={"SLOTRUN_TIMEOUT": "20"}, timeout=60)
+    assert code == 137, (code, err[-2000:])
+    assert b"job failed: rank 2" in err, err[-2000:]
+
+
+@case
 def interface_that_cannot_reach_the_chief_is_an_error():
     net = NetNS("u")
     try:
