@@ -172,12 +172,16 @@ def second_sigint_escalates_at_once():
 
 @case
 def grace_expiry_kills_workers_that_ignore_sigterm():
+    d = tempfile.mkdtemp()
     t0 = time.monotonic()
+    # rank 0 fails once the others ignore SIGTERM (a barrier on files)
     code, out, err = slotrun("--slots", "3", "--grace", "0.5", "--", "sh", "-c",
-                             "trap '' TERM; echo ready; if [ $RANK = 0 ]; then exit 4; fi; exec sleep 60")
+                             f"trap '' TERM; touch {d}/$RANK; if [ $RANK = 0 ]; then "
+                             f"while [ $(ls {d} | wc -l) -lt 3 ]; do sleep 0.01; done; exit 4; fi; exec sleep 60")
+    shutil.rmtree(d)
     assert code == 4, (code, err)
     assert time.monotonic() - t0 < 20
-    assert err.count(b"SIGKILL") >= 1, err
+    assert err.count(b"SIGKILL") == 2, err
 
 
 @case
@@ -672,8 +676,12 @@ def stalled_reader_does_not_delay_teardown():
     d = tempfile.mkdtemp()
     try:
         stamp = os.path.join(d, "term")
-        script = (f"if [ $RANK = 0 ]; then head -c 600000 /dev/zero | tr '\\0' x | fold -w 100; exit 3; fi; "
-                  f"trap 'touch {stamp}; exit 0' TERM; while :; do sleep 0.05; done")
+        ready = os.path.join(d, "ready")
+        # rank 0 fails only once rank 1's trap is set (a barrier on a file),
+        # so the SIGTERM meets the trap, not sh's default action
+        script = (f"if [ $RANK = 0 ]; then while [ ! -e {ready} ]; do sleep 0.01; done; "
+                  f"head -c 600000 /dev/zero | tr '\\0' x | fold -w 100; exit 3; fi; "
+                  f"trap 'touch {stamp}; exit 0' TERM; touch {ready}; while :; do sleep 0.05; done")
         # Nobody reads slotrun's stdout until rank 1 has been told to stop.
         p = subprocess.Popen([SR, "--slots", "2", "--", "sh", "-c", script], stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env=env_for())
