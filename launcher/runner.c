@@ -136,7 +136,8 @@ static void reap(struct runner *r)
 			clock_gettime(CLOCK_REALTIME, &w->when);
 			clock_gettime(CLOCK_MONOTONIC, &mono);
 			w->after = since(&r->t0, &mono);
-			feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = wait_code(status) });
+			feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = wait_code(status),
+						    .t = w->after });
 			break;
 		}
 		/* not a worker: an adopted stray, now reaped */

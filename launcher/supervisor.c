@@ -52,7 +52,24 @@ static struct sup_actions escalate(struct sup *s, struct sup_actions a)
 	return a;
 }
 
-static struct sup_actions on_exit(struct sup *s, int w, int code)
+/* 128+N for a death by signal N (wrap_rank reports it so). */
+static int code_signal(int code)
+{
+	return code > 128 && code < 128 + 65 ? code - 128 : 0;
+}
+
+static bool crash_beats_root(const struct sup *s, int code, double t)
+{
+	int sig = code_signal(code), root_code;
+
+	if (s->root_cause < 0 || s->state != SUP_STOPPING || !sig)
+		return false;
+	root_code = s->code[s->root_cause];
+	return !code_signal(root_code) && !(s->sent & (1UL << (sig - 1))) &&
+	       t - s->root_time <= SUP_ROOT_WINDOW;
+}
+
+static struct sup_actions on_exit(struct sup *s, int w, int code, double t)
 {
 	struct sup_actions a = { 0 };
 
@@ -63,9 +80,13 @@ static struct sup_actions on_exit(struct sup *s, int w, int code)
 	s->live--;
 	if (s->state == SUP_RUNNING && code != 0) {
 		s->root_cause = w;
+		s->root_time = t;
 		s->state = SUP_STOPPING;
 		a.signal_workers = SIGTERM;
 		a.arm_timer = true;
+	} else if (crash_beats_root(s, code, t)) {
+		s->fate[w] = SUP_W_EXITED;
+		s->root_cause = w;
 	}
 	if (s->live == 0)
 		a = enter_sweep(s, a);
@@ -107,13 +128,13 @@ static struct sup_actions on_signal(struct sup *s, int sig)
 	}
 }
 
-struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
+static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 {
 	struct sup_actions none = { 0 };
 
 	switch (ev->type) {
 	case SUP_EV_EXIT:
-		return on_exit(s, ev->worker, ev->code);
+		return on_exit(s, ev->worker, ev->code, ev->t);
 	case SUP_EV_SIGNAL:
 		return on_signal(s, ev->sig);
 	case SUP_EV_TIMER:
@@ -133,6 +154,17 @@ struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
 		return none;
 	}
 	return none;
+}
+
+struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
+{
+	struct sup_actions a = step(s, ev);
+
+	if (a.signal_workers > 0 && a.signal_workers <= 64)
+		s->sent |= 1UL << (a.signal_workers - 1);
+	if (a.signal_workers == SIGTERM)
+		s->sent |= 1UL << (SIGCONT - 1);
+	return a;
 }
 
 int sup_exit_code(const struct sup *s)

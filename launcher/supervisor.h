@@ -31,7 +31,15 @@ struct sup_event {
 	int worker;
 	int code;
 	int sig;
+	double t;            /* SUP_EV_EXIT: seconds since start */
 };
+
+/* The root cause is the first failure, with one refinement: a crash takes
+ * its peers down with it (they see the connection close and exit 1), and
+ * which of them is reaped first is a race.  So within this many seconds of
+ * the first failure, a death by a signal slotrun did not send replaces a
+ * root cause that merely exited with an error. */
+#define SUP_ROOT_WINDOW 0.25
 
 /* What the runner must do, in this order. */
 struct sup_actions {
@@ -59,6 +67,8 @@ struct sup {
 	int stray_signal;    /* last signal sent to strays (TERM, then KILL) */
 	bool escalated;      /* KILL sent */
 	int sigints;         /* SIGINTs received: the second escalates */
+	double root_time;    /* when the root cause exited */
+	unsigned long sent;  /* bit N-1: signal N was sent to the workers */
 	enum sup_worker_fate *fate;
 	int *code;
 };

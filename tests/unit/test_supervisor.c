@@ -14,9 +14,19 @@ static void setup(void)
 	sup_init(&s, N, fate, code);
 }
 
+/* Exits one second apart unless a test says when: outside the root-cause
+ * window, so only the first failure counts. */
+static double clock_s;
+
 static struct sup_actions ev_exit(int w, int c)
 {
-	struct sup_event e = { .type = SUP_EV_EXIT, .worker = w, .code = c };
+	struct sup_event e = { .type = SUP_EV_EXIT, .worker = w, .code = c, .t = clock_s += 1.0 };
+	return sup_step(&s, &e);
+}
+
+static struct sup_actions ev_exit_at(int w, int c, double t)
+{
+	struct sup_event e = { .type = SUP_EV_EXIT, .worker = w, .code = c, .t = t };
 	return sup_step(&s, &e);
 }
 
@@ -216,4 +226,27 @@ LEAK_TEST(supervisor, signal_death_code_is_root_cause)
 		ev_exit(i, 143);
 	ev(SUP_EV_STRAYS_GONE);
 	cr_assert_eq(sup_exit_code(&s), 139);
+}
+
+LEAK_TEST(supervisor, a_crash_beats_its_peers_errors_reaped_just_before_it)
+{
+	ev_exit_at(0, 1, 1.00);            /* peer: "connection closed", reaped first */
+	ev_exit_at(2, 128 + SIGKILL, 1.01); /* the rank that was killed */
+	cr_assert_eq(s.root_cause, 2);
+	ev_exit_at(1, 143, 1.02);           /* our SIGTERM: never a root cause */
+	ev_exit_at(3, 128 + SIGSEGV, 1.03); /* a later crash does not displace the first */
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 137);
+	cr_assert_eq(fate[2], SUP_W_EXITED);
+}
+
+LEAK_TEST(supervisor, a_late_crash_or_our_own_signal_does_not_replace_the_root)
+{
+	ev_exit_at(0, 1, 1.00);
+	ev_exit_at(1, 128 + SIGTERM, 1.01); /* we sent SIGTERM */
+	ev_exit_at(2, 128 + SIGSEGV, 1.00 + SUP_ROOT_WINDOW + 0.1); /* too late */
+	cr_assert_eq(s.root_cause, 0);
+	ev_exit_at(3, 0, 1.5);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 1);
 }
