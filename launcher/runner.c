@@ -17,6 +17,7 @@
 #include "output.h"
 #include "procs.h"
 #include "spawn.h"
+#include "status.h"
 #include "summary.h"
 #include "supervisor.h"
 
@@ -112,15 +113,6 @@ static void apply(struct runner *r, struct sup_actions a)
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
 }
 
-static int wait_code(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return 1;
-}
-
 static void reap(struct runner *r)
 {
 	int status;
@@ -136,7 +128,7 @@ static void reap(struct runner *r)
 			clock_gettime(CLOCK_REALTIME, &w->when);
 			clock_gettime(CLOCK_MONOTONIC, &mono);
 			w->after = since(&r->t0, &mono);
-			feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = wait_code(status),
+			feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = status_exit_code(status),
 						    .t = w->after });
 			break;
 		}

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "status.h"
+
 static const char *sig_name(int sig, char *buf, size_t len)
 {
 	const char *abbrev = sigabbrev_np(sig);
@@ -17,21 +19,14 @@ static const char *sig_name(int sig, char *buf, size_t len)
 	return buf;
 }
 
-/* Codes above 128 are 128+N for a death by signal N (wrap_rank reports
- * it so, and slotrun maps its own children the same way). */
-static int code_signal(int code)
-{
-	return code > 128 && code < 128 + 65 ? code - 128 : 0;
-}
-
 void sum_describe_code(int code, char *buf, size_t len)
 {
 	char sn[32];
 
 	if (code < 0)
 		snprintf(buf, len, "never reaped");
-	else if (code_signal(code))
-		snprintf(buf, len, "exit %d (%s)", code, sig_name(code_signal(code), sn, sizeof(sn)));
+	else if (status_code_signal(code))
+		snprintf(buf, len, "exit %d (%s)", code, sig_name(status_code_signal(code), sn, sizeof(sn)));
 	else
 		snprintf(buf, len, "exit %d", code);
 }
@@ -139,7 +134,7 @@ static json_t *line_json(const char *line)
 static json_t *worker_json(const struct sum_worker *w)
 {
 	char when[40], sn[32];
-	int sig = code_signal(w->code);
+	int sig = status_code_signal(w->code);
 	json_t *o;
 
 	fmt_time(&w->when, when, sizeof(when), true);

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <stddef.h>
 
+#include "status.h"
+
 void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code)
 {
 	*s = (struct sup){
@@ -52,20 +54,14 @@ static struct sup_actions escalate(struct sup *s, struct sup_actions a)
 	return a;
 }
 
-/* 128+N for a death by signal N (wrap_rank reports it so). */
-static int code_signal(int code)
-{
-	return code > 128 && code < 128 + 65 ? code - 128 : 0;
-}
-
 static bool crash_beats_root(const struct sup *s, int code, double t)
 {
-	int sig = code_signal(code), root_code;
+	int sig = status_code_signal(code), root_code;
 
 	if (s->root_cause < 0 || s->state != SUP_STOPPING || !sig)
 		return false;
 	root_code = s->code[s->root_cause];
-	return !code_signal(root_code) && !(s->sent & (1UL << (sig - 1))) &&
+	return !status_code_signal(root_code) && !(s->sent & (1UL << (sig - 1))) &&
 	       t - s->root_time <= SUP_ROOT_WINDOW;
 }
 

@@ -17,6 +17,7 @@
 
 #include "io.h"
 #include "line_splitter.h"
+#include "status.h"
 
 int wrap_resolve_rank(const char *spec, long *rank, char *err, size_t errlen)
 {
@@ -107,15 +108,6 @@ static void stream_pump(struct stream *s, char *buf, size_t cap)
 	}
 	if (ls_feed(&s->ls, buf, (size_t)n) < 0)
 		stream_close(s, false);
-}
-
-static int status_to_code(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return 1;
 }
 
 static long long now_ms(void)
@@ -276,5 +268,5 @@ int wrap_run(const struct wrap_opts *o)
 		}
 	}
 	close(sfd);
-	return status_to_code(status);
+	return status_exit_code(status);
 }
