@@ -19,6 +19,15 @@
  * straight from the user buffer.  send(2) copies, so overwriting a range
  * after it was sent is safe.
  *
+ * Small buffers take the all-gather ring (ring_use_gather) on the same
+ * streams: every rank's whole buffer goes round in n-1 steps through the
+ * staging buffer (block i at c->stage + i * bytes, ours copied in first),
+ * and each rank then reduces the n blocks in rank order.  Half the steps of
+ * the reduce-scatter ring, and every step is a wake-up of the next rank.
+ * The choice depends only on what every rank passes (count, type, n), so
+ * ranks that agree take the same path; ranks that disagree fail on the
+ * header either way.
+ *
  * The first bytes of each stream are an ALLREDUCE frame (count, type, op,
  * sequence number), so ranks that disagree fail with a message instead of
  * exchanging garbage. */
@@ -38,6 +47,11 @@
 #define RING_STAGE_BYTES (512u << 10)
 #define RING_MIN_SEND (64u << 10)
 
+/* Up to this many bytes forwarded per rank ((n-1) * buffer), the
+ * all-gather ring (ring_use_gather) beats the reduce-scatter ring: with n=2
+ * up to 32 KiB buffers, with n=4 up to 16 KiB (bench/allreduce_sweep). */
+#define RING_GATHER_FWD_MAX (48u << 10)
+
 #define HDR_BYTES (FRAME_HDR_LEN + FRAME_ALLREDUCE_LEN)
 
 struct stream {
@@ -47,6 +61,9 @@ struct stream {
 
 struct job {
 	uint8_t *buf;
+	uint8_t *base;            /* where segments lie: buf, or c->stage (gather) */
+	int gather;               /* the all-gather ring (ring_use_gather) */
+	uint64_t bytes;           /* count * esize */
 	uint64_t count;
 	size_t esize;
 	enum comm_dtype dtype;
@@ -68,6 +85,21 @@ static void seg_bytes(const struct comm *c, const struct job *j, int seg, uint64
 	*len *= j->esize;
 }
 
+/* This rank's schedule at `step`, and the segment it sends (sending) or
+ * receives there: j->base + *off, *len bytes. */
+static void step_of(const struct comm *c, const struct job *j, int step, int sending,
+		    struct ring_step *st, uint64_t *off, uint64_t *len)
+{
+	if (j->gather) {
+		ring_gather_schedule(c->size, c->rank, step, st);
+		*off = (uint64_t)(sending ? st->send_seg : st->recv_seg) * j->bytes;
+		*len = j->bytes;
+		return;
+	}
+	ring_schedule(c->size, c->rank, step, st);
+	seg_bytes(c, j, sending ? st->send_seg : st->recv_seg, off, len);
+}
+
 /* Skips finished (and empty) steps. */
 static void settle(const struct comm *c, const struct job *j, struct stream *s, int sending)
 {
@@ -75,8 +107,7 @@ static void settle(const struct comm *c, const struct job *j, struct stream *s, 
 		struct ring_step st;
 		uint64_t off, len;
 
-		ring_schedule(c->size, c->rank, s->step, &st);
-		seg_bytes(c, j, sending ? st.send_seg : st.recv_seg, &off, &len);
+		step_of(c, j, s->step, sending, &st, &off, &len);
 		if (s->off < len)
 			return;
 		s->step++;
@@ -110,14 +141,13 @@ static int peer_fail(struct comm *c, const struct job *j, int peer, int rc, int 
 		if (r < 0)
 			return r;
 	}
-	(void)j;
 	comm_io_phrase(c, rc, phrase, sizeof(phrase));
 	if (rc == -ETIMEDOUT)
 		return comm_fail_timeout(c, peer, "all-reduce",
 					 "peer rank %d %s during all-reduce (step %d of %d)", peer,
-					 phrase, step, 2 * (c->size - 1));
+					 phrase, step, j->nsteps);
 	return comm_fail(c, rc, peer, "peer rank %d %s during all-reduce (step %d of %d)", peer,
-			 phrase, step, 2 * (c->size - 1));
+			 phrase, step, j->nsteps);
 }
 
 static int check_header(struct comm *c, struct job *j, int left)
@@ -171,17 +201,16 @@ static int recv_some(struct comm *c, struct job *j, int left)
 		goto fail;
 	}
 
-	ring_schedule(c->size, c->rank, j->rcv.step, &st);
-	seg_bytes(c, j, st.recv_seg, &off, &len);
+	step_of(c, j, j->rcv.step, 0, &st, &off, &len);
 	if (!st.reduce) {
-		k = recv(c->ring_recv, j->buf + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
+		k = recv(c->ring_recv, j->base + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
 		if (k <= 0)
 			goto fail;
 		j->rcv.off += (uint64_t)k;
 	} else {
 		uint64_t want = len - j->rcv.off - j->fill;
 		size_t room = c->stage_len - j->fill, n;
-		uint8_t *dst = j->buf + off + j->rcv.off;
+		uint8_t *dst = j->base + off + j->rcv.off;
 
 		k = recv(c->ring_recv, c->stage + j->fill, want < room ? want : room, MSG_DONTWAIT);
 		if (k <= 0)
@@ -213,12 +242,11 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	ssize_t k;
 
 	*blocked = 0;
-	ring_schedule(c->size, c->rank, j->snd.step, &st);
-	seg_bytes(c, j, st.send_seg, &off, &len);
+	step_of(c, j, j->snd.step, 1, &st, &off, &len);
 	n = sendable(j, len);
 	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
 		return 0;
-	k = send(c->ring_send, j->buf + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	k = send(c->ring_send, j->base + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k < 0) {
 		if (errno == EAGAIN || errno == EINTR) {
 			*blocked = 1;
@@ -322,8 +350,23 @@ int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtyp
 		if (!c->stage)
 			return comm_fail(c, -ENOMEM, -1, "out of memory");
 	}
-	j.nsteps = ring_nsteps(c->size);
+	j.bytes = (uint64_t)count * j.esize;
+	j.gather = ring_use_gather(c->size, j.bytes, RING_GATHER_FWD_MAX, c->stage_len);
+	j.base = j.gather ? c->stage : j.buf;
+	j.nsteps = j.gather ? ring_gather_nsteps(c->size) : ring_nsteps(c->size);
+	if (j.gather && j.bytes)
+		memcpy(c->stage + (size_t)c->rank * j.bytes, buf, j.bytes);
 	frame_encode_hdr(j.hdr_out, FRAME_ALLREDUCE, c->seq, FRAME_ALLREDUCE_LEN);
 	frame_allreduce_encode(&m, j.hdr_out + FRAME_HDR_LEN);
-	return ring_run(c, &j);
+	r = ring_run(c, &j);
+	if (r < 0 || !j.gather || !j.bytes)
+		return r;
+	/* Every rank reduces the blocks in rank order: the same result
+	 * everywhere, bit for bit. */
+	for (int i = 1; i < c->size; i++)
+		j.fn(c->stage, c->stage + (size_t)i * j.bytes, count);
+	if (op == COMM_AVG)
+		reduce_avg_finish(c->stage, count, dtype, c->size);
+	memcpy(buf, c->stage, j.bytes);
+	return 0;
 }
