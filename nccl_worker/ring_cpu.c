@@ -265,6 +265,26 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	return k > INT32_MAX ? INT32_MAX : (int)k;
 }
 
+/* Sizes the socket buffers of ring connections to a neighbour on this
+ * machine for an all-reduce of `bytes` per rank: COMM_RING_SOCKBUF_MID up to
+ * COMM_RING_MID_BYTES, else COMM_RING_SOCKBUF_LOCAL.  Both ranks of a
+ * connection pick the same size for the same all-reduce.  Shrinking with
+ * bytes queued (a neighbour already in the next collective) loses nothing:
+ * the kernel only stops opening the window.  Two setsockopt calls when the
+ * size changes; best effort, as at connection time. */
+static void local_bufs(struct comm *c, uint64_t bytes)
+{
+	int want = bytes <= COMM_RING_MID_BYTES ? COMM_RING_SOCKBUF_MID : COMM_RING_SOCKBUF_LOCAL;
+
+	if (want == c->ring_buf)
+		return;
+	if (c->send_local)
+		(void)setsockopt(c->ring_send, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (c->recv_local)
+		(void)setsockopt(c->ring_recv, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	c->ring_buf = want;
+}
+
 static int ring_run(struct comm *c, struct job *j)
 {
 	int left = (c->rank + c->size - 1) % c->size, right = (c->rank + 1) % c->size;
@@ -377,6 +397,7 @@ int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtyp
 		memcpy(c->stage + (size_t)c->rank * j.bytes, buf, j.bytes);
 	frame_encode_hdr(j.hdr_out, FRAME_ALLREDUCE, c->seq, FRAME_ALLREDUCE_LEN);
 	frame_allreduce_encode(&m, j.hdr_out + FRAME_HDR_LEN);
+	local_bufs(c, j.bytes);
 	r = ring_run(c, &j);
 	if (r < 0 || !j.gather || !j.bytes)
 		return r;
