@@ -719,9 +719,16 @@ out:
 
 /* --- ring ---------------------------------------------------------------- */
 
-static void ring_tune(int fd)
+static void ring_tune(struct comm *c, int fd)
 {
-	(void)sock_tune(fd, sock_is_local(fd) == 1 ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
+	int local = sock_is_local(fd) == 1;
+
+	(void)sock_tune(fd, local ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
+	c->ring_buf = COMM_RING_SOCKBUF_LOCAL;
+	if (fd == c->ring_send)
+		c->send_local = local;
+	else
+		c->recv_local = local;
 }
 
 static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
@@ -743,7 +750,7 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 	if (r < 0)
 		return init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
 				c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
-	ring_tune(c->ring_send);
+	ring_tune(c, c->ring_send);
 	memcpy(hello.secret, c->cfg.secret, sizeof(hello.secret));
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
@@ -776,7 +783,7 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
 		    secret_equal(got.secret, c->cfg.secret)) {
 			c->ring_recv = fd;
-			ring_tune(fd);
+			ring_tune(c, fd);
 		} else {
 			close(fd);
 		}

@@ -40,3 +40,21 @@ int ring_owned_segment(int n, int rank)
 {
 	return mod(rank + 1, n);
 }
+
+int ring_gather_nsteps(int n)
+{
+	return n - 1;
+}
+
+void ring_gather_schedule(int n, int rank, int step, struct ring_step *st)
+{
+	st->send_seg = mod(rank - step, n);
+	st->recv_seg = mod(rank - step - 1, n);
+	st->reduce = 0;
+	st->last_reduce = 0;
+}
+
+int ring_use_gather(int n, uint64_t bytes, uint64_t max_fwd, uint64_t room)
+{
+	return n >= 2 && bytes <= max_fwd / (uint64_t)(n - 1) && bytes <= room / (uint64_t)n;
+}

@@ -39,4 +39,19 @@ void ring_schedule(int n, int rank, int step, struct ring_step *st);
 /* The segment `rank` holds fully reduced after the reduce-scatter. */
 int ring_owned_segment(int n, int rank);
 
+/* Small buffers take the all-gather ring instead: in n-1 steps every rank
+ * passes every rank's whole buffer (block i is rank i's buffer; at step s
+ * rank r sends block (r - s) mod n and receives block (r - s - 1) mod n,
+ * copying it), then reduces the n blocks itself in rank order, so that every
+ * rank computes the same result.  It moves n-1 buffers per rank instead of
+ * 2(n-1)/n of one but takes half the steps, each of which costs a wake-up
+ * of the next rank: the better trade while the buffer is small. */
+int ring_gather_nsteps(int n);
+void ring_gather_schedule(int n, int rank, int step, struct ring_step *st);
+
+/* Whether an all-reduce of `bytes` per rank over n ranks takes the
+ * all-gather ring: n >= 2, each rank forwards (n-1) * bytes <= max_fwd, and
+ * the n blocks fit in `room` bytes of staging. */
+int ring_use_gather(int n, uint64_t bytes, uint64_t max_fwd, uint64_t room);
+
 #endif

@@ -138,3 +138,49 @@ LEAK_TEST(ring_schedule, owners_are_a_permutation)
 		cr_assert_eq(seen, (1u << n) - 1, "n=%d", n);
 	}
 }
+
+/* The all-gather ring: neighbours agree, each step forwards the block
+ * received just before, and after n-1 steps every rank has every block. */
+LEAK_TEST(ring_schedule, gather_ring_delivers_every_block_to_every_rank)
+{
+	for (int n = 2; n <= NMAX; n++) {
+		cr_assert_eq(ring_gather_nsteps(n), n - 1);
+		for (int r = 0; r < n; r++) {
+			int have[NMAX] = { 0 };
+
+			have[r] = 1;
+			for (int s = 0; s < ring_gather_nsteps(n); s++) {
+				struct ring_step me, right, prev;
+
+				ring_gather_schedule(n, r, s, &me);
+				ring_gather_schedule(n, (r + 1) % n, s, &right);
+				cr_assert_eq(me.send_seg, right.recv_seg, "n=%d rank %d step %d", n, r, s);
+				cr_assert(!me.reduce && !me.last_reduce);
+				cr_assert(have[me.send_seg], "n=%d rank %d step %d sends block %d it lacks",
+					  n, r, s, me.send_seg);
+				if (s > 0) {
+					ring_gather_schedule(n, r, s - 1, &prev);
+					cr_assert_eq(me.send_seg, prev.recv_seg);
+				}
+				cr_assert(!have[me.recv_seg], "n=%d rank %d gets block %d twice", n, r,
+					  me.recv_seg);
+				have[me.recv_seg] = 1;
+			}
+			for (int i = 0; i < n; i++)
+				cr_assert(have[i], "n=%d rank %d lacks block %d", n, r, i);
+		}
+	}
+}
+
+LEAK_TEST(ring_schedule, gather_ring_only_for_small_buffers_that_fit)
+{
+	cr_assert(ring_use_gather(2, 0, 48, 1000));
+	cr_assert(ring_use_gather(2, 48, 48, 1000));
+	cr_assert(!ring_use_gather(2, 49, 48, 1000));
+	cr_assert(ring_use_gather(4, 16, 48, 1000));
+	cr_assert(!ring_use_gather(4, 17, 48, 1000));
+	cr_assert(!ring_use_gather(4, 16, 48, 63));  /* 4 blocks need 64 bytes of room */
+	cr_assert(ring_use_gather(4, 16, 48, 64));
+	cr_assert(!ring_use_gather(1, 0, 48, 1000));
+	cr_assert(!ring_use_gather(3, UINT64_MAX, UINT64_MAX, UINT64_MAX));
+}
