@@ -267,8 +267,14 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 	char err[512];
 	int said_stage = -1, said_errno = 0, same = 0, rc = 0;
 
-	if (!report || devnull < 0)
+	if (!report || devnull < 0) {
+		fprintf(stderr, "slotrun: cannot start the workers: %s\n",
+			devnull < 0 ? strerror(errno) : "out of memory");
+		free(report);
+		if (devnull >= 0)
+			close(devnull);
 		return -ENOMEM;
+	}
 	for (int i = 0; i < r->n; i++) {
 		const struct plan_slot *s = &c->plan->slots[i];
 		struct worker *w = &r->w[i];
@@ -285,8 +291,15 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 			rc = -EINVAL;
 			break;
 		}
-		if (pipe2(po, O_CLOEXEC) < 0 || (pipe2(pe, O_CLOEXEC) < 0 && (close(po[0]), close(po[1]), 1))) {
+		po[0] = po[1] = pe[0] = pe[1] = -1;
+		if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0) {
 			snprintf(w->note, sizeof(w->note), "cannot create pipes: %s", strerror(errno));
+			for (int k = 0; k < 2; k++) {
+				if (po[k] >= 0)
+					close(po[k]);
+				if (pe[k] >= 0)
+					close(pe[k]);
+			}
 			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
 			if (lo >= 0)
 				close(lo);
