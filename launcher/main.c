@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		gpus = calloc((size_t)ci.slots + 1, sizeof(char *));
 		gpubuf = calloc((size_t)ci.slots, sizeof(*gpubuf));
 		if (!gpus || !gpubuf) {
-			fail(1, "out of memory");
+			code = fail(1, "out of memory");
 			goto out;
 		}
 		for (int i = 0; i < ci.slots; i++) {
@@ -260,7 +260,7 @@ int main(int argc, char **argv)
 	if (topo) {
 		tslots = calloc((size_t)ci.slots, sizeof(*tslots));
 		if (!tslots) {
-			fail(1, "out of memory");
+			code = fail(1, "out of memory");
 			goto out;
 		}
 		if (topo_plan(topo, o.bind, ci.slots, gpus, tslots, err, sizeof(err)) < 0) {
@@ -268,7 +268,7 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		if (gpus && cuda_numbering(&ci, tslots) < 0) {
-			fail(1, "out of memory");
+			code = fail(1, "out of memory");
 			goto out;
 		}
 	}
@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 	po.secret = secret;
 	po.pci_order = pci_order;
 	if (plan_build(&ci, tslots, &po, &ci_process_env, &plan) < 0) {
-		fail(1, "out of memory");
+		code = fail(1, "out of memory");
 		goto out;
 	}
 
@@ -301,7 +301,7 @@ int main(int argc, char **argv)
 
 	shown = calloc((size_t)ci.slots, sizeof(bool));
 	if (!shown) {
-		fail(1, "out of memory");
+		code = fail(1, "out of memory");
 		goto out;
 	}
 	if (o.ranks_filter) {
