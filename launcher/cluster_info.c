@@ -283,21 +283,22 @@ static int split(struct ctx *c, const char *name, const char *s, int max, char *
 	return 0;
 }
 
-static int parse_addrs(struct ctx *c, struct strlist *out, const char *name, const char *s)
+/* A comma list of at most max entries, each of which ok() accepts; how an
+ * entry fails is said by complaint (" is not ...", or ": expected ...").
+ * Fills out, or fails naming the first bad entry. */
+static int parse_list(struct ctx *c, struct strlist *out, const char *name, const char *s,
+		      int max, bool (*ok)(const char *), const char *complaint)
 {
 	struct quoted q, q2;
 	char **v;
 	int n, r;
 
-	if (!s)
-		return 0;
-	r = split(c, name, s, CI_MAX_NODES, &v, &n);
+	r = split(c, name, s, max, &v, &n);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < n; i++) {
-		if (!host_ok(v[i], strlen(v[i]))) {
-			fail(c, "%s '%s': entry '%s' is not a host name or address", name,
-			     quote(&q, s), quote(&q2, v[i]));
+		if (!ok(v[i])) {
+			fail(c, "%s '%s': entry '%s'%s", name, quote(&q, s), quote(&q2, v[i]), complaint);
 			strv_free(v, n);
 			return -EINVAL;
 		}
@@ -307,6 +308,18 @@ static int parse_addrs(struct ctx *c, struct strlist *out, const char *name, con
 	out->n = n;
 	name_it(out->what, "%s '%s'", name, quote(&q, s));
 	return 0;
+}
+
+static bool addr_ok(const char *s)
+{
+	return host_ok(s, strlen(s));
+}
+
+static int parse_addrs(struct ctx *c, struct strlist *out, const char *name, const char *s)
+{
+	if (!s)
+		return 0;
+	return parse_list(c, out, name, s, CI_MAX_NODES, addr_ok, " is not a host name or address");
 }
 
 /* "N" (every node has N slots) or "N0,N1,..." (one count per node). */
@@ -363,41 +376,30 @@ static int check_unique(struct ctx *c, const struct strlist *g)
 	return 0;
 }
 
+static bool gpu_index_ok(const char *s)
+{
+	long x;
+
+	return io_parse_long(s, 0, INT32_MAX, &x) == 0;
+}
+
 /* Slurm's GPU variables: comma lists of device indices. */
 static int parse_slurm_gpus(struct ctx *c, struct strlist *out, const char *name, const char *s)
 {
-	struct quoted q, q2;
-	char **v;
-	int n, r;
-	long x;
+	int r;
 
 	if (!s || !*s)
 		return 0;
-	r = split(c, name, s, CI_MAX_SLOTS, &v, &n);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < n; i++) {
-		if (io_parse_long(v[i], 0, INT32_MAX, &x) < 0) {
-			fail(c, "%s '%s': entry '%s': expected a comma list of GPU indices", name,
-			     quote(&q, s), quote(&q2, v[i]));
-			strv_free(v, n);
-			return -EINVAL;
-		}
-	}
-	out->set = true;
-	out->v = v;
-	out->n = n;
-	name_it(out->what, "%s '%s'", name, quote(&q, s));
-	return check_unique(c, out);
+	r = parse_list(c, out, name, s, CI_MAX_SLOTS, gpu_index_ok,
+		       ": expected a comma list of GPU indices");
+	return r < 0 ? r : check_unique(c, out);
 }
 
 static bool cuda_id_ok(const char *s)
 {
-	long x;
-
 	if (!strncmp(s, "GPU-", 4) || !strncmp(s, "MIG-", 4))
 		return host_ok(s, strlen(s));
-	return io_parse_long(s, 0, INT32_MAX, &x) == 0;
+	return gpu_index_ok(s);
 }
 
 /* CUDA_VISIBLE_DEVICES as CUDA reads it: "", "-1" and Slurm's "NoDevFiles"
@@ -405,32 +407,19 @@ static bool cuda_id_ok(const char *s)
 static int parse_cuda_visible(struct ctx *c, struct strlist *out, const char *s)
 {
 	static const char name[] = "CUDA_VISIBLE_DEVICES";
-	struct quoted q, q2;
-	char **v;
-	int n, r;
+	struct quoted q;
+	int r;
 
 	if (!s)
 		return 0;
-	name_it(out->what, "%s '%s'", name, quote(&q, s));
 	if (!*s || !strcmp(s, "-1") || !strcmp(s, "NoDevFiles")) {
+		name_it(out->what, "%s '%s'", name, quote(&q, s));
 		out->set = true;
 		return 0;
 	}
-	r = split(c, name, s, CI_MAX_SLOTS, &v, &n);
-	if (r < 0)
-		return r;
-	for (int i = 0; i < n; i++) {
-		if (!cuda_id_ok(v[i])) {
-			fail(c, "%s '%s': entry '%s' is neither a device index nor a GPU-/MIG- UUID",
-			     name, quote(&q, s), quote(&q2, v[i]));
-			strv_free(v, n);
-			return -EINVAL;
-		}
-	}
-	out->set = true;
-	out->v = v;
-	out->n = n;
-	return check_unique(c, out);
+	r = parse_list(c, out, name, s, CI_MAX_SLOTS, cuda_id_ok,
+		       " is neither a device index nor a GPU-/MIG- UUID");
+	return r < 0 ? r : check_unique(c, out);
 }
 
 /* ---- Slurm hostlists ---- */
