@@ -76,14 +76,19 @@ class Proc:
             return False
         r, _, _ = select.select(fds, [], [], timeout)
         for f in r:
-            chunk = os.read(f.fileno(), 1 << 16)
-            if not chunk:
-                f.close()
-            elif f is self.p.stdout:
-                self.out += chunk
-            else:
-                self.err += chunk
+            self.take(f)
         return True
+
+    def take(self, f):
+        """Reads one chunk of f (our stdout or stderr pipe) into out or err;
+        closes f at EOF."""
+        chunk = os.read(f.fileno(), 1 << 16)
+        if not chunk:
+            f.close()
+        elif f is self.p.stdout:
+            self.out += chunk
+        else:
+            self.err += chunk
 
     def wait_output(self, pred, timeout=10.0, what="output"):
         deadline = time.monotonic() + timeout

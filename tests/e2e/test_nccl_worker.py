@@ -70,14 +70,7 @@ def finish_all(procs, timeout):
             break
         ready, _, _ = select.select(list(fds), [], [], min(left, 1.0))
         for f in ready:
-            p = fds[f]
-            chunk = os.read(f.fileno(), 1 << 16)
-            if not chunk:
-                f.close()
-            elif f is p.p.stdout:
-                p.out += chunk
-            else:
-                p.err += chunk
+            fds[f].take(f)
         for r in list(pending):
             p = pending[r]
             if p.p.stdout.closed and p.p.stderr.closed:
