@@ -142,6 +142,14 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 			none.arm_rescan = true;
 		}
 		return none;
+	case SUP_EV_STOP:
+		/* Like a first failure, but not ours: no root cause here. */
+		if (s->state != SUP_RUNNING)
+			return none;
+		s->state = SUP_STOPPING;
+		none.signal_workers = SIGTERM;
+		none.arm_timer = true;
+		return none;
 	case SUP_EV_STRAYS_GONE:
 		if (s->state != SUP_SWEEP)
 			return none;

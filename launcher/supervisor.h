@@ -2,7 +2,8 @@
  * (a worker exited, a signal arrived, the grace timer fired, no stray
  * descendants are left) and carries out the actions it returns.
  *
- *   RUNNING --first failure / SIGTERM / SIGINT--> STOPPING (TERM to workers, grace armed)
+ *   RUNNING --first failure / SIGTERM / SIGINT / job stopped elsewhere-->
+ *           STOPPING (TERM to workers, grace armed)
  *   STOPPING --grace expired / second SIGINT--> KILLING (KILL to workers and strays)
  *   any --last worker reaped--> SWEEP (strays: TERM, or KILL once escalated)
  *   SWEEP --grace expired / SIGINT / SIGTERM--> KILL to strays, repeated on a
@@ -24,6 +25,7 @@ enum sup_event_type {
 	SUP_EV_SIGNAL,       /* slotrun received `sig` */
 	SUP_EV_TIMER,        /* the grace period armed by an action ran out */
 	SUP_EV_STRAYS_GONE,  /* in SWEEP: slotrun has no child process left */
+	SUP_EV_STOP,         /* the job plane: the job failed on another node */
 };
 
 struct sup_event {

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
-	libjansson-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
+	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
 
 slotrun_install_missing() {
 	local missing=() p

@@ -250,3 +250,31 @@ LEAK_TEST(supervisor, a_late_crash_or_our_own_signal_does_not_replace_the_root)
 	ev(SUP_EV_STRAYS_GONE);
 	cr_assert_eq(sup_exit_code(&s), 1);
 }
+
+LEAK_TEST(supervisor, a_stop_from_the_job_plane_stops_without_a_local_root_cause)
+{
+	struct sup_actions a = ev(SUP_EV_STOP);
+
+	cr_assert_eq(s.state, SUP_STOPPING);
+	cr_assert_eq(a.signal_workers, SIGTERM);
+	cr_assert(a.arm_timer);
+	cr_assert_eq(s.root_cause, -1);
+	/* the workers' deaths by our TERM are consequences, not causes */
+	ev_exit(0, 143);
+	cr_assert_eq(s.root_cause, -1);
+	cr_assert_eq(fate[0], SUP_W_STOPPED);
+	a = ev(SUP_EV_STOP);
+	cr_assert_eq(a.signal_workers, 0, "a second stop changes nothing");
+	cr_assert(!a.arm_timer);
+	cr_assert(ev(SUP_EV_TIMER).signal_workers == SIGKILL, "the grace still escalates");
+}
+
+LEAK_TEST(supervisor, a_stop_from_the_job_plane_after_our_failure_keeps_our_root_cause)
+{
+	struct sup_actions a;
+
+	ev_exit(1, 4);
+	a = ev(SUP_EV_STOP);
+	cr_assert_eq(a.signal_workers, 0);
+	cr_assert_eq(s.root_cause, 1);
+}

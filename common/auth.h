@@ -1,0 +1,34 @@
+/* Proof that both ends of a connection hold the job secret, without the
+ * secret crossing the wire: an HMAC-SHA256 challenge-response (libsodium).
+ *
+ * Each side sends a fresh random nonce; each answers with a MAC, keyed by
+ * the secret, over a label naming its role, both nonces and whatever else
+ * it wants bound to the handshake.  A recorded answer is useless on a new
+ * connection, where the other side's nonce differs, so a replayed handshake
+ * fails.  One implementation for the job plane and the worker rendezvous. */
+#ifndef SLOTRUN_AUTH_H
+#define SLOTRUN_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define AUTH_NONCE_LEN 32
+#define AUTH_MAC_LEN 32
+
+/* Initialises libsodium (idempotent).  Returns 0 or -EIO. */
+int auth_init(void);
+
+/* Fills nonce with fresh random bytes.  auth_init first. */
+void auth_nonce(unsigned char nonce[AUTH_NONCE_LEN]);
+
+/* mac = HMAC-SHA256(secret; label, '\0', first, second, data[0..len)).
+ * first and second are nonces (AUTH_NONCE_LEN bytes each); data may be
+ * NULL when len is 0. */
+void auth_mac(unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,
+	      const unsigned char *first, const unsigned char *second, const void *data, size_t len);
+
+/* Whether mac is the MAC of those inputs; compared in constant time. */
+bool auth_check(const unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,
+		const unsigned char *first, const unsigned char *second, const void *data, size_t len);
+
+#endif

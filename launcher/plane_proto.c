@@ -1,0 +1,638 @@
+#include "plane_proto.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "status.h"
+
+/* ---- Encoding ---- */
+
+struct wbuf {
+	unsigned char *p;
+	size_t len, cap;
+	bool over;
+};
+
+static void put_bytes(struct wbuf *w, const void *b, size_t n)
+{
+	if (w->over || n > w->cap - w->len) {
+		w->over = true;
+		return;
+	}
+	memcpy(w->p + w->len, b, n);
+	w->len += n;
+}
+
+static void put_u8(struct wbuf *w, unsigned v)
+{
+	unsigned char b = (unsigned char)v;
+	put_bytes(w, &b, 1);
+}
+
+static void put_u64(struct wbuf *w, uint64_t v, int bytes)
+{
+	unsigned char b[8];
+
+	for (int i = 0; i < bytes; i++)
+		b[i] = (unsigned char)(v >> (8 * (bytes - 1 - i)));
+	put_bytes(w, b, (size_t)bytes);
+}
+
+static void put_i32(struct wbuf *w, int v)
+{
+	put_u64(w, (uint32_t)v, 4);
+}
+
+static void put_str(struct wbuf *w, const char *s, size_t cap)
+{
+	size_t n = strnlen(s, cap);
+
+	if (n >= cap) { /* a field is NUL-terminated within its capacity */
+		w->over = true;
+		return;
+	}
+	put_u64(w, n, 2);
+	put_bytes(w, s, n);
+}
+
+static void put_join(struct wbuf *w, const struct plane_join *j)
+{
+	put_i32(w, j->node_rank);
+	put_i32(w, j->nnodes);
+	put_i32(w, j->slots);
+	put_i32(w, j->world_size);
+	put_str(w, j->version, sizeof(j->version));
+	put_str(w, j->host, sizeof(j->host));
+}
+
+static void put_cause(struct wbuf *w, const struct plane_cause *c)
+{
+	put_u8(w, c->kind);
+	put_i32(w, c->node);
+	put_i32(w, c->rank);
+	put_i32(w, c->code);
+	put_u64(w, (uint64_t)c->when_ms, 8);
+	put_u64(w, (uint64_t)c->after_ms, 8);
+	put_str(w, c->host, sizeof(c->host));
+	put_str(w, c->text, sizeof(c->text));
+	put_str(w, c->tail, sizeof(c->tail));
+}
+
+int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
+{
+	struct wbuf w = { .p = buf, .cap = cap };
+	size_t body;
+
+	put_u64(&w, 0, 4); /* the length, filled in below */
+	put_u8(&w, m->type);
+	switch (m->type) {
+	case PLANE_CHAL:
+		put_bytes(&w, PLANE_MAGIC, PLANE_MAGIC_LEN);
+		put_bytes(&w, m->nonce, AUTH_NONCE_LEN);
+		break;
+	case PLANE_JOIN:
+		put_bytes(&w, m->nonce, AUTH_NONCE_LEN);
+		put_bytes(&w, m->mac, AUTH_MAC_LEN);
+		put_join(&w, &m->join);
+		break;
+	case PLANE_WELCOME:
+		put_bytes(&w, m->mac, AUTH_MAC_LEN);
+		break;
+	case PLANE_REFUSE:
+		put_str(&w, m->text, sizeof(m->text));
+		break;
+	case PLANE_ABORT:
+		put_i32(&w, m->code);
+		put_str(&w, m->text, sizeof(m->text));
+		break;
+	case PLANE_FAIL:
+		put_cause(&w, &m->cause);
+		break;
+	case PLANE_STOP_REQ:
+	case PLANE_SIGNAL_REQ:
+		put_i32(&w, m->sig);
+		break;
+	case PLANE_STOP:
+		put_i32(&w, m->sig);
+		put_i32(&w, m->node);
+		put_cause(&w, &m->cause);
+		break;
+	case PLANE_SIGNAL:
+		put_i32(&w, m->sig);
+		put_i32(&w, m->node);
+		break;
+	case PLANE_DONE:
+		put_i32(&w, m->code);
+		break;
+	case PLANE_END:
+		put_i32(&w, m->code);
+		put_cause(&w, &m->cause);
+		break;
+	case PLANE_START:
+	case PLANE_PING:
+		break;
+	default:
+		return -EINVAL;
+	}
+	body = w.len - 4;
+	if (w.over || body > PLANE_MAX_FRAME)
+		return -EMSGSIZE;
+	for (int i = 0; i < 4; i++)
+		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
+	return (int)w.len;
+}
+
+/* ---- Decoding ---- */
+
+struct rbuf {
+	const unsigned char *p;
+	size_t len, off;
+	bool bad;
+};
+
+static const unsigned char *take(struct rbuf *r, size_t n)
+{
+	const unsigned char *at;
+
+	if (r->bad || n > r->len - r->off) {
+		r->bad = true;
+		return NULL;
+	}
+	at = r->p + r->off;
+	r->off += n;
+	return at;
+}
+
+static void get_bytes(struct rbuf *r, void *out, size_t n)
+{
+	const unsigned char *at = take(r, n);
+
+	if (at)
+		memcpy(out, at, n);
+}
+
+static uint64_t get_u64(struct rbuf *r, int bytes)
+{
+	const unsigned char *at = take(r, (size_t)bytes);
+	uint64_t v = 0;
+
+	for (int i = 0; at && i < bytes; i++)
+		v = v << 8 | at[i];
+	return v;
+}
+
+static int get_i32(struct rbuf *r)
+{
+	return (int)(int32_t)(uint32_t)get_u64(r, 4);
+}
+
+static void get_str(struct rbuf *r, char *out, size_t cap)
+{
+	size_t n = (size_t)get_u64(r, 2);
+	const unsigned char *at;
+
+	out[0] = '\0';
+	if (r->bad)
+		return;
+	if (n >= cap) {
+		r->bad = true;
+		return;
+	}
+	at = take(r, n);
+	if (!at)
+		return;
+	if (memchr(at, '\0', n)) {
+		r->bad = true;
+		return;
+	}
+	memcpy(out, at, n);
+	out[n] = '\0';
+}
+
+static void get_join(struct rbuf *r, struct plane_join *j)
+{
+	j->node_rank = get_i32(r);
+	j->nnodes = get_i32(r);
+	j->slots = get_i32(r);
+	j->world_size = get_i32(r);
+	get_str(r, j->version, sizeof(j->version));
+	get_str(r, j->host, sizeof(j->host));
+}
+
+static void get_cause(struct rbuf *r, struct plane_cause *c)
+{
+	unsigned kind = (unsigned)get_u64(r, 1);
+
+	if (kind > PLANE_CAUSE_LOST)
+		r->bad = true;
+	c->kind = (enum plane_cause_kind)kind;
+	c->node = get_i32(r);
+	c->rank = get_i32(r);
+	c->code = get_i32(r);
+	c->when_ms = (int64_t)get_u64(r, 8);
+	c->after_ms = (int64_t)get_u64(r, 8);
+	get_str(r, c->host, sizeof(c->host));
+	get_str(r, c->text, sizeof(c->text));
+	get_str(r, c->tail, sizeof(c->tail));
+}
+
+long plane_frame_len(const unsigned char *buf, size_t have)
+{
+	uint32_t body;
+
+	if (have < 4)
+		return 0;
+	body = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
+	if (body == 0 || body > PLANE_MAX_FRAME)
+		return -EMSGSIZE;
+	return have >= 4 + (size_t)body ? 4 + (long)body : 0;
+}
+
+int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m)
+{
+	struct rbuf r = { .p = frame, .len = len, .off = 4 };
+	unsigned char magic[PLANE_MAGIC_LEN];
+	unsigned type;
+
+	if (plane_frame_len(frame, len) != (long)len)
+		return -EPROTO;
+	memset(m, 0, sizeof(*m));
+	type = (unsigned)get_u64(&r, 1);
+	m->type = (enum plane_type)type;
+	switch (type) {
+	case PLANE_CHAL:
+		get_bytes(&r, magic, sizeof(magic));
+		if (!r.bad && memcmp(magic, PLANE_MAGIC, PLANE_MAGIC_LEN) != 0)
+			return -EPROTO;
+		get_bytes(&r, m->nonce, AUTH_NONCE_LEN);
+		break;
+	case PLANE_JOIN:
+		get_bytes(&r, m->nonce, AUTH_NONCE_LEN);
+		get_bytes(&r, m->mac, AUTH_MAC_LEN);
+		get_join(&r, &m->join);
+		break;
+	case PLANE_WELCOME:
+		get_bytes(&r, m->mac, AUTH_MAC_LEN);
+		break;
+	case PLANE_REFUSE:
+		get_str(&r, m->text, sizeof(m->text));
+		break;
+	case PLANE_ABORT:
+		m->code = get_i32(&r);
+		get_str(&r, m->text, sizeof(m->text));
+		break;
+	case PLANE_FAIL:
+		get_cause(&r, &m->cause);
+		break;
+	case PLANE_STOP_REQ:
+	case PLANE_SIGNAL_REQ:
+		m->sig = get_i32(&r);
+		break;
+	case PLANE_STOP:
+		m->sig = get_i32(&r);
+		m->node = get_i32(&r);
+		get_cause(&r, &m->cause);
+		break;
+	case PLANE_SIGNAL:
+		m->sig = get_i32(&r);
+		m->node = get_i32(&r);
+		break;
+	case PLANE_DONE:
+		m->code = get_i32(&r);
+		break;
+	case PLANE_END:
+		m->code = get_i32(&r);
+		get_cause(&r, &m->cause);
+		break;
+	case PLANE_START:
+	case PLANE_PING:
+		break;
+	default:
+		return -EPROTO;
+	}
+	if (r.bad || r.off != len)
+		return -EPROTO;
+	/* signals and statuses are small; anything else is not ours */
+	if ((type == PLANE_STOP_REQ || type == PLANE_SIGNAL_REQ || type == PLANE_STOP ||
+	     type == PLANE_SIGNAL) && (m->sig < 0 || m->sig >= NSIG))
+		return -EPROTO;
+	if ((type == PLANE_ABORT || type == PLANE_DONE || type == PLANE_END) &&
+	    (m->code < 0 || m->code > 255))
+		return -EPROTO;
+	return 0;
+}
+
+/* ---- Handshake ---- */
+
+#define JOIN_FIELDS_OFF (4 + 1 + AUTH_NONCE_LEN + AUTH_MAC_LEN)
+
+int plane_join_fields(const unsigned char *frame, size_t len, const unsigned char **fields,
+		      size_t *flen)
+{
+	if (len < JOIN_FIELDS_OFF || frame[4] != PLANE_JOIN)
+		return -EPROTO;
+	*fields = frame + JOIN_FIELDS_OFF;
+	*flen = len - JOIN_FIELDS_OFF;
+	return 0;
+}
+
+int plane_make_join(const char *secret, const unsigned char chief_nonce[AUTH_NONCE_LEN],
+		    const unsigned char node_nonce[AUTH_NONCE_LEN], const struct plane_join *j,
+		    unsigned char *buf, size_t cap)
+{
+	struct plane_msg m = { .type = PLANE_JOIN, .join = *j };
+	const unsigned char *fields;
+	size_t flen;
+	int n;
+
+	memcpy(m.nonce, node_nonce, AUTH_NONCE_LEN);
+	n = plane_encode(&m, buf, cap);
+	if (n < 0)
+		return n;
+	plane_join_fields(buf, (size_t)n, &fields, &flen);
+	auth_mac(buf + 4 + 1 + AUTH_NONCE_LEN, secret, "slotrun-join", chief_nonce, node_nonce, fields,
+		 flen);
+	return n;
+}
+
+bool plane_check_join(const char *secret, const unsigned char chief_nonce[AUTH_NONCE_LEN],
+		      const unsigned char *frame, size_t len, const struct plane_msg *m)
+{
+	const unsigned char *fields;
+	size_t flen;
+
+	if (m->type != PLANE_JOIN || plane_join_fields(frame, len, &fields, &flen) < 0)
+		return false;
+	return auth_check(m->mac, secret, "slotrun-join", chief_nonce, m->nonce, fields, flen);
+}
+
+void plane_welcome_mac(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
+		       const unsigned char chief_nonce[AUTH_NONCE_LEN], unsigned char mac[AUTH_MAC_LEN])
+{
+	auth_mac(mac, secret, "slotrun-welcome", node_nonce, chief_nonce, NULL, 0);
+}
+
+bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
+			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN])
+{
+	return auth_check(mac, secret, "slotrun-welcome", node_nonce, chief_nonce, NULL, 0);
+}
+
+/* ---- The chief's decisions ---- */
+
+int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
+{
+	*c = (struct plane_coord){ .cfg = cfg, .phase = PLANE_JOINING, .joined = 1 };
+	c->st = calloc((size_t)cfg->nnodes, sizeof(*c->st));
+	c->done_code = calloc((size_t)cfg->nnodes, sizeof(*c->done_code));
+	if (!c->st || !c->done_code) {
+		plane_coord_free(c);
+		return -ENOMEM;
+	}
+	c->st[0] = PLANE_N_JOINED;
+	if (cfg->nnodes == 1)
+		c->phase = PLANE_RUNNING;
+	return 0;
+}
+
+void plane_coord_free(struct plane_coord *c)
+{
+	free(c->st);
+	free(c->done_code);
+	c->st = NULL;
+	c->done_code = NULL;
+}
+
+static struct plane_acts abort_with(struct plane_coord *c, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static struct plane_acts abort_with(struct plane_coord *c, int code, const char *fmt, ...)
+{
+	struct plane_acts a = { .abort = true, .code = code, .origin = -1 };
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(a.text, sizeof(a.text), fmt, ap);
+	va_end(ap);
+	c->phase = PLANE_ENDED;
+	c->code = code;
+	return a;
+}
+
+struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j)
+{
+	const struct plane_coord_cfg *g = c->cfg;
+	struct plane_acts none = { .origin = -1 };
+	int k = j->node_rank;
+
+	if (c->phase != PLANE_JOINING)
+		return abort_with(c, 2, "node %d (%s) joined after the job had started", k, j->host);
+	if (strcmp(j->version, g->version) != 0)
+		return abort_with(c, 2, "node %d (%s) runs slotrun %s, node 0 runs %s", k, j->host,
+				  j->version, g->version);
+	if (j->nnodes != g->nnodes)
+		return abort_with(c, 2, "node %d (%s) says %d nodes, node 0 was told %d", k, j->host,
+				  j->nnodes, g->nnodes);
+	if (k < 1 || k >= g->nnodes)
+		return abort_with(c, 2, "a node at %s says it is node %d, but the job's other nodes are 1..%d",
+				  j->host, k, g->nnodes - 1);
+	if (c->st[k] != PLANE_N_ABSENT)
+		return abort_with(c, 2, "node %d joined twice (the second from %s): two slotruns were given "
+				  "the same node rank", k, j->host);
+	if (j->slots != g->slot_counts[k])
+		return abort_with(c, 2, "node %d (%s) says %d slots, node 0 was told %d", k, j->host,
+				  j->slots, g->slot_counts[k]);
+	if (j->world_size != g->world_size)
+		return abort_with(c, 2, "node %d (%s) says world size %d, node 0 was told %d", k, j->host,
+				  j->world_size, g->world_size);
+	c->st[k] = PLANE_N_JOINED;
+	if (++c->joined == g->nnodes) {
+		c->phase = PLANE_RUNNING;
+		none.start = true;
+	}
+	return none;
+}
+
+struct plane_acts plane_coord_join_timeout(struct plane_coord *c)
+{
+	const struct plane_coord_cfg *g = c->cfg;
+	char list[PLANE_TEXT_MAX / 2] = "";
+	size_t len = 0;
+	int named = 0, missing = 0;
+
+	if (c->phase != PLANE_JOINING)
+		return (struct plane_acts){ .origin = -1 };
+	for (int k = 1; k < g->nnodes; k++) {
+		if (c->st[k] != PLANE_N_ABSENT)
+			continue;
+		missing++;
+		if (named < 4 && len < sizeof(list)) {
+			len += (size_t)snprintf(list + len, sizeof(list) - len, "%snode %d (%s)",
+						named ? ", " : "", k, g->addrs[k]);
+			named++;
+		}
+	}
+	if (missing > named)
+		return abort_with(c, 2, "%s and %d more nodes did not join within %g s", list,
+				  missing - named, g->join_timeout);
+	return abort_with(c, 2, "%s did not join within %g s", list, g->join_timeout);
+}
+
+static bool all_done(const struct plane_coord *c)
+{
+	for (int k = 0; k < c->cfg->nnodes; k++)
+		if (c->st[k] != PLANE_N_DONE && c->st[k] != PLANE_N_LOST)
+			return false;
+	return true;
+}
+
+int plane_cause_code(const struct plane_cause *cause)
+{
+	switch (cause->kind) {
+	case PLANE_CAUSE_RANK:
+		return cause->code;
+	case PLANE_CAUSE_SIGNAL:
+		return 128 + cause->code;
+	case PLANE_CAUSE_LOST:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
+{
+	const char *abbrev;
+	int sig;
+
+	switch (cause->kind) {
+	case PLANE_CAUSE_RANK:
+		sig = status_code_signal(cause->code);
+		abbrev = sig ? sigabbrev_np(sig) : NULL;
+		if (sig)
+			snprintf(buf, len, "rank %d on node %d (%s) exit %d (SIG%s)", cause->rank, cause->node,
+				 cause->host, cause->code, abbrev ? abbrev : "?");
+		else
+			snprintf(buf, len, "rank %d on node %d (%s) exit %d", cause->rank, cause->node,
+				 cause->host, cause->code);
+		return;
+	case PLANE_CAUSE_SIGNAL:
+		abbrev = sigabbrev_np(cause->code);
+		snprintf(buf, len, "SIG%s to node %d (%s)", abbrev ? abbrev : "?", cause->node, cause->host);
+		return;
+	case PLANE_CAUSE_LOST:
+		snprintf(buf, len, "node %d (%s) lost: %s", cause->node, cause->host, cause->text);
+		return;
+	default:
+		snprintf(buf, len, "%s", "");
+	}
+}
+
+static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
+{
+	if (c->phase != PLANE_RUNNING || !all_done(c))
+		return a;
+	c->phase = PLANE_ENDED;
+	c->code = plane_cause_code(&c->cause);
+	/* no root cause, yet a node did not finish cleanly: its own status */
+	for (int k = 0; c->cause.kind == PLANE_CAUSE_NONE && k < c->cfg->nnodes; k++)
+		if (c->st[k] == PLANE_N_DONE && c->done_code[k] != 0) {
+			c->code = c->done_code[k];
+			break;
+		}
+	a.end = true;
+	return a;
+}
+
+static bool crash_replaces(const struct plane_coord *c, const struct plane_cause *f, double now)
+{
+	return c->cause.kind == PLANE_CAUSE_RANK && !status_code_signal(c->cause.code) &&
+	       status_code_signal(f->code) && now - c->cause_t <= PLANE_ROOT_WINDOW;
+}
+
+struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct plane_cause *f,
+				   double now)
+{
+	struct plane_acts a = { .origin = node };
+
+	if (c->phase != PLANE_RUNNING || node < 0 || node >= c->cfg->nnodes || f->kind != PLANE_CAUSE_RANK)
+		return a;
+	if (c->cause.kind == PLANE_CAUSE_NONE) {
+		a.stop = true;
+		c->cause_t = now;
+	} else if (!crash_replaces(c, f, now) && !(c->cause.kind == PLANE_CAUSE_RANK && c->cause.node == node)) {
+		return a;
+	}
+	/* the first failure; or a crash that beat it; or the node refined
+	 * its own root cause by the same rule */
+	c->cause = *f;
+	c->cause.node = node;
+	snprintf(c->cause.host, sizeof(c->cause.host), "%s", c->cfg->addrs[node]);
+	return a;
+}
+
+struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, bool stops)
+{
+	struct plane_acts a = { .origin = node };
+	const char *host;
+
+	if (node < 0 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED)
+		return a;
+	host = c->cfg->addrs[node];
+	if (c->phase == PLANE_JOINING) {
+		if (!stops)
+			return a; /* no worker to tell yet */
+		return abort_with(c, 128 + sig, "job stopped before it started: SIG%s to node %d (%s)",
+				  sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", node, host);
+	}
+	if (!stops) {
+		a.signal = sig;
+		return a;
+	}
+	if (c->cause.kind == PLANE_CAUSE_NONE) {
+		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = node, .code = sig };
+		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+	}
+	a.stop = true;
+	a.stop_sig = sig;
+	return a;
+}
+
+struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code)
+{
+	struct plane_acts a = { .origin = node };
+
+	if (node < 0 || node >= c->cfg->nnodes || c->st[node] != PLANE_N_JOINED)
+		return a;
+	c->st[node] = PLANE_N_DONE;
+	c->done_code[node] = code;
+	return maybe_end(c, a);
+}
+
+struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *why)
+{
+	struct plane_acts a = { .origin = node };
+	const char *host;
+
+	if (node < 1 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED ||
+	    c->st[node] == PLANE_N_LOST || c->st[node] == PLANE_N_ABSENT)
+		return a;
+	host = c->cfg->addrs[node];
+	if (c->phase == PLANE_JOINING)
+		return abort_with(c, 2, "node %d (%s) left before the job started: %s", node, host, why);
+	/* gone after it finished: its workers are reaped, nothing is lost */
+	if (c->st[node] == PLANE_N_DONE)
+		return a;
+	c->st[node] = PLANE_N_LOST;
+	if (c->cause.kind == PLANE_CAUSE_NONE) {
+		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = node };
+		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why);
+		a.stop = true;
+	}
+	return maybe_end(c, a);
+}

@@ -1,0 +1,208 @@
+/* The job plane's protocol: what the slotruns of one job say to each other
+ * over the control connection, and what the chief decides.  Pure: bytes in,
+ * values out, no sockets and no clock (times come in as arguments), so every
+ * branch is unit-tested.  plane.c carries it over libevent.
+ *
+ * Wire: frames of a 4-byte big-endian length L (of what follows, at most
+ * PLANE_MAX_FRAME), a 1-byte type, L-1 payload bytes.  Integers are
+ * big-endian; a string is a 2-byte length and that many bytes, no NUL, below
+ * its field's capacity.  A frame with an unknown type, a short or long
+ * payload, or a bad string is a protocol error: the connection is dropped.
+ *
+ * Handshake (mutual, the secret never crosses the wire):
+ *   chief -> node   CHAL     PLANE_MAGIC, chief nonce Nc
+ *   node  -> chief  JOIN     node nonce Nn, MAC, join fields
+ *                            MAC = HMAC(secret; "slotrun-join", Nc, Nn, fields)
+ *   chief -> node   WELCOME  HMAC(secret; "slotrun-welcome", Nn, Nc)
+ *                   or REFUSE (wrong MAC: the secrets differ)
+ * Both nonces are fresh per connection, so a recorded JOIN or WELCOME does
+ * not verify on another connection.  Messages after the handshake are not
+ * authenticated one by one: the plane trusts the TCP connection it proved.
+ *
+ * Then the chief checks that the nodes agree (PLANE_ABORT on a mismatch,
+ * PLANE_START when all are in), relays failures, stops and signals to every
+ * node, and ends the job (PLANE_END) when every node's workers are gone. */
+#ifndef SLOTRUN_PLANE_PROTO_H
+#define SLOTRUN_PLANE_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth.h"
+
+#define PLANE_MAGIC "slotrun-plane/1"   /* with its NUL: 16 bytes on the wire */
+#define PLANE_MAGIC_LEN 16
+#define PLANE_MAX_FRAME 32768           /* type + payload */
+#define PLANE_HOST_MAX 256
+#define PLANE_VERSION_MAX 64
+#define PLANE_TEXT_MAX 1024
+#define PLANE_TAIL_MAX 8192
+
+enum plane_type {
+	PLANE_CHAL = 1,   /* chief -> node: magic, nonce */
+	PLANE_JOIN,       /* node -> chief: nonce, mac, join */
+	PLANE_WELCOME,    /* chief -> node: mac */
+	PLANE_REFUSE,     /* chief -> node: text (unauthenticated: the MAC failed) */
+	PLANE_START,      /* chief -> node: every node is in and agrees */
+	PLANE_ABORT,      /* chief -> node: code, text: the job will not start */
+	PLANE_FAIL,       /* node -> chief: cause: this node's root cause */
+	PLANE_STOP_REQ,   /* node -> chief: sig: this node's slotrun was told to stop */
+	PLANE_SIGNAL_REQ, /* node -> chief: sig: for every worker of the job */
+	PLANE_STOP,       /* chief -> node: sig (0: a failure), node it came from, cause */
+	PLANE_SIGNAL,     /* chief -> node: sig, node it came from */
+	PLANE_DONE,       /* node -> chief: code: this node's workers are all reaped */
+	PLANE_END,        /* chief -> node: code, cause: the job is over, exit */
+	PLANE_PING,       /* both ways: heartbeat */
+	PLANE_TYPE_LAST = PLANE_PING
+};
+
+struct plane_join {
+	int node_rank, nnodes, slots, world_size;
+	char version[PLANE_VERSION_MAX];
+	char host[PLANE_HOST_MAX];
+};
+
+enum plane_cause_kind {
+	PLANE_CAUSE_NONE,    /* nothing failed */
+	PLANE_CAUSE_RANK,    /* a worker failed */
+	PLANE_CAUSE_SIGNAL,  /* a node's slotrun was told to stop */
+	PLANE_CAUSE_LOST,    /* a node went silent or away */
+};
+
+/* The job's root cause as every node reports it. */
+struct plane_cause {
+	enum plane_cause_kind kind;
+	int node;
+	int rank;                /* RANK: the global rank */
+	int code;                /* RANK: exit code or 128+N; SIGNAL: the signal */
+	int64_t when_ms;         /* RANK: wall-clock time of the exit, ms since the epoch */
+	int64_t after_ms;        /* RANK: ms from that node's start to the exit */
+	char host[PLANE_HOST_MAX];
+	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why */
+	char tail[PLANE_TAIL_MAX];  /* RANK: its last stderr lines, '\n'-separated */
+};
+
+struct plane_msg {
+	enum plane_type type;
+	unsigned char nonce[AUTH_NONCE_LEN];  /* CHAL, JOIN */
+	unsigned char mac[AUTH_MAC_LEN];      /* JOIN, WELCOME */
+	struct plane_join join;               /* JOIN */
+	int code;                             /* ABORT, DONE, END */
+	int sig, node;                        /* STOP_REQ, SIGNAL_REQ (sig); STOP, SIGNAL */
+	struct plane_cause cause;             /* FAIL, STOP, END */
+	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT */
+};
+
+/* Encodes m as one whole frame into buf.  Returns its length, or
+ * -EMSGSIZE when cap is too small or a string does not fit its field. */
+int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap);
+
+/* Looks at the first have bytes of a stream: 0 when the frame is not whole
+ * yet, its total length when it is, -EMSGSIZE when the header announces
+ * more than PLANE_MAX_FRAME or nothing (checked before anything is kept). */
+long plane_frame_len(const unsigned char *buf, size_t have);
+
+/* Decodes one whole frame (as plane_frame_len measured it).  0, or -EPROTO
+ * for anything malformed; m is then unspecified. */
+int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m);
+
+/* The join fields of an encoded JOIN frame, the part its MAC covers. */
+int plane_join_fields(const unsigned char *frame, size_t len, const unsigned char **fields,
+		      size_t *flen);
+
+/* Builds a JOIN frame for j, answering the chief's nonce: fresh node nonce
+ * in m->nonce (given), MAC over the encoded fields.  Returns the frame
+ * length, or -EMSGSIZE. */
+int plane_make_join(const char *secret, const unsigned char chief_nonce[AUTH_NONCE_LEN],
+		    const unsigned char node_nonce[AUTH_NONCE_LEN], const struct plane_join *j,
+		    unsigned char *buf, size_t cap);
+
+/* Whether the JOIN frame (decoded into m) proves the secret for our nonce. */
+bool plane_check_join(const char *secret, const unsigned char chief_nonce[AUTH_NONCE_LEN],
+		      const unsigned char *frame, size_t len, const struct plane_msg *m);
+
+/* WELCOME's MAC for a node nonce, and its check on the node's side. */
+void plane_welcome_mac(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
+		       const unsigned char chief_nonce[AUTH_NONCE_LEN], unsigned char mac[AUTH_MAC_LEN]);
+bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
+			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN]);
+
+/* ---- The chief's decisions ---- */
+
+struct plane_coord_cfg {
+	int nnodes;
+	const int *slot_counts;    /* what the chief was told, per node */
+	int world_size;
+	const char *version;
+	char *const *addrs;        /* node addresses, for messages */
+	double join_timeout;       /* seconds, for messages */
+};
+
+enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST };
+enum plane_phase { PLANE_JOINING, PLANE_RUNNING, PLANE_ENDED };
+
+struct plane_coord {
+	const struct plane_coord_cfg *cfg;
+	enum plane_phase phase;
+	enum plane_node_state *st;  /* per node; the chief (node 0) is in from the start */
+	int *done_code;             /* per node, with PLANE_N_DONE */
+	int joined;
+	struct plane_cause cause;   /* the job's root cause so far */
+	double cause_t;             /* the chief's clock when it was taken */
+	int code;                   /* the job's status, once ended */
+};
+
+/* What the chief must carry out after an event, in this order.  A stop or
+ * a signal goes to every node but `origin`, which acted on it already. */
+struct plane_acts {
+	bool abort;            /* send ABORT(code, text) to every joined node and exit code */
+	int code;
+	char text[PLANE_TEXT_MAX];
+	bool start;            /* send START to every node and start our workers */
+	bool stop;             /* send STOP(stop_sig, origin); stop our workers unless origin 0 */
+	int stop_sig;          /* 0: the job failed; else the signal that stopped it */
+	int signal;            /* != 0: send SIGNAL(signal, origin); ours too unless origin 0 */
+	int origin;
+	bool end;              /* send END(c->code, c->cause) to every node left; exit c->code */
+};
+
+/* The root cause window of the supervisor (SUP_ROOT_WINDOW) across nodes: a
+ * death by signal reported this soon after a root cause that merely exited
+ * with an error replaces it (the crash took its peers down). */
+#define PLANE_ROOT_WINDOW 0.25
+
+/* Returns 0 or -ENOMEM.  cfg must outlive c. */
+int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg);
+void plane_coord_free(struct plane_coord *c);
+
+/* A node proved the secret and presents j.  A disagreement or a duplicate
+ * aborts the job with status 2 and one line naming the node and the field. */
+struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j);
+
+/* The join timeout ran out: the job is aborted (2), naming who is missing. */
+struct plane_acts plane_coord_join_timeout(struct plane_coord *c);
+
+/* Node `node` (the chief's own is 0) reports its root cause f at time now. */
+struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct plane_cause *f,
+				   double now);
+
+/* Node `node`'s slotrun received sig: a stop (TERM, INT) or a signal for
+ * every worker (USR1, USR2, HUP, QUIT). */
+struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, bool stops);
+
+/* Node `node`'s workers are all reaped; code is its own status. */
+struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
+
+/* Node `node` went away (why: "connection closed", "no heartbeat for 5 s"). */
+struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *why);
+
+/* "rank 5 on node 2 (10.213.0.3) exit 137 (SIGKILL)", "SIGTERM to node 1
+ * (10.213.0.2)", "node 1 (10.213.0.2) lost: connection closed"; "" for none. */
+void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len);
+
+/* The status of a job with this root cause when no node said otherwise:
+ * the rank's code, 128+N for a stop by signal N, 1 for a lost node. */
+int plane_cause_code(const struct plane_cause *cause);
+
+#endif

@@ -1,0 +1,479 @@
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+#include "leak_check.h"
+#include "plane_proto.h"
+
+static unsigned char buf[4 + PLANE_MAX_FRAME];
+
+static struct plane_msg roundtrip(const struct plane_msg *in)
+{
+	struct plane_msg out;
+	int n = plane_encode(in, buf, sizeof(buf));
+
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_frame_len(buf, (size_t)n), n);
+	cr_assert_eq(plane_frame_len(buf, (size_t)n - 1), 0, "one byte short is not whole yet");
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert_eq(out.type, in->type);
+	return out;
+}
+
+static struct plane_cause sample_cause(void)
+{
+	struct plane_cause c = { .kind = PLANE_CAUSE_RANK, .node = 2, .rank = 5, .code = 4,
+				 .when_ms = 1795000000123LL, .after_ms = 1234 };
+
+	strcpy(c.host, "10.213.0.3");
+	strcpy(c.text, "a note");
+	strcpy(c.tail, "Traceback\nValueError: bad\n");
+	return c;
+}
+
+Test(plane_codec, every_message_survives_the_wire)
+{
+	struct plane_msg m = { .type = PLANE_JOIN }, out;
+
+	auth_nonce(m.nonce);
+	memset(m.mac, 7, sizeof(m.mac));
+	m.join = (struct plane_join){ .node_rank = 2, .nnodes = 3, .slots = 4, .world_size = 12 };
+	strcpy(m.join.version, "0.1.0");
+	strcpy(m.join.host, "gpu-07");
+	out = roundtrip(&m);
+	cr_assert_arr_eq(out.nonce, m.nonce, AUTH_NONCE_LEN);
+	cr_assert_arr_eq(out.mac, m.mac, AUTH_MAC_LEN);
+	cr_assert_eq(memcmp(&out.join, &m.join, sizeof(m.join)), 0);
+
+	m = (struct plane_msg){ .type = PLANE_CHAL };
+	auth_nonce(m.nonce);
+	out = roundtrip(&m);
+	cr_assert_arr_eq(out.nonce, m.nonce, AUTH_NONCE_LEN);
+	cr_assert_arr_eq(buf + 5, PLANE_MAGIC, PLANE_MAGIC_LEN, "CHAL starts with the magic");
+
+	m = (struct plane_msg){ .type = PLANE_END, .code = 137, .cause = sample_cause() };
+	m.cause.code = -1; /* a never-reaped rank's code survives too */
+	out = roundtrip(&m);
+	cr_assert_eq(out.code, 137);
+	cr_assert_eq(memcmp(&out.cause, &m.cause, sizeof(m.cause)), 0);
+
+	m = (struct plane_msg){ .type = PLANE_STOP, .sig = SIGTERM, .node = 1, .cause = sample_cause() };
+	out = roundtrip(&m);
+	cr_assert_eq(out.sig, SIGTERM);
+	cr_assert_eq(out.node, 1);
+	cr_assert_str_eq(out.cause.tail, m.cause.tail);
+
+	m = (struct plane_msg){ .type = PLANE_ABORT, .code = 2 };
+	strcpy(m.text, "node 2 (h) says 3 slots, node 0 was told 2");
+	out = roundtrip(&m);
+	cr_assert_str_eq(out.text, m.text);
+
+	int simple[] = { PLANE_START, PLANE_PING, PLANE_DONE, PLANE_SIGNAL_REQ, PLANE_STOP_REQ, PLANE_SIGNAL };
+	for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
+		m = (struct plane_msg){ .type = simple[i], .sig = SIGUSR1, .code = 3, .node = 2 };
+		out = roundtrip(&m);
+	}
+	leak_check();
+}
+
+Test(plane_codec, strings_that_fill_their_field_do_not_encode)
+{
+	struct plane_msg m = { .type = PLANE_ABORT };
+
+	memset(m.text, 'x', sizeof(m.text)); /* no NUL inside the field */
+	cr_assert_eq(plane_encode(&m, buf, sizeof(buf)), -EMSGSIZE);
+	memset(m.text, 0, sizeof(m.text));
+	cr_assert_eq(plane_encode(&m, buf, 6), -EMSGSIZE, "a buffer too small");
+	leak_check();
+}
+
+Test(plane_codec, lengths_are_checked_before_anything_is_kept)
+{
+	unsigned char huge[4] = { 0x80, 0, 0, 0 }, zero[5] = { 0, 0, 0, 0, 1 };
+	unsigned char limit[4] = { 0, 0, (PLANE_MAX_FRAME + 1) >> 8, (PLANE_MAX_FRAME + 1) & 0xff };
+
+	cr_assert_eq(plane_frame_len(huge, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_len(zero, 5), -EMSGSIZE);
+	cr_assert_eq(plane_frame_len(limit, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_len(huge, 3), 0, "a header not yet whole");
+	leak_check();
+}
+
+static int decode_bytes(const char *bytes, size_t n)
+{
+	struct plane_msg m;
+	unsigned char f[64];
+
+	f[0] = 0;
+	f[1] = 0;
+	f[2] = (unsigned char)(n >> 8);
+	f[3] = (unsigned char)n;
+	memcpy(f + 4, bytes, n);
+	return plane_decode(f, n + 4, &m);
+}
+
+Test(plane_codec, malformed_frames_are_refused)
+{
+	struct plane_msg m = { .type = PLANE_DONE, .code = 1 };
+	int n;
+
+	cr_assert_eq(decode_bytes("\x63", 1), -EPROTO, "unknown type");
+	cr_assert_eq(decode_bytes("\x00", 1), -EPROTO, "type 0");
+	cr_assert_eq(decode_bytes("GET / HTTP/1.1\r\n", 16), -EPROTO, "an HTTP request");
+	cr_assert_eq(decode_bytes("\x0c\x00\x00", 3), -EPROTO, "DONE cut short");
+	cr_assert_eq(decode_bytes("\x0c\x00\x00\x00\x01\x00", 6), -EPROTO, "DONE with a byte too many");
+	cr_assert_eq(decode_bytes("\x0c\x00\x00\x01\x00", 5), -EPROTO, "a status above 255");
+	cr_assert_eq(decode_bytes("\x08\x00\x00\x04\x00", 5), -EPROTO, "a signal out of range");
+	cr_assert_eq(decode_bytes("\x04\x00\x03" "a\0b", 6), -EPROTO, "a NUL inside a string");
+	cr_assert_eq(decode_bytes("\x04\x00\x05" "ab", 5), -EPROTO, "a string longer than the frame");
+	cr_assert_eq(decode_bytes("\x04\xff\xff", 3), -EPROTO, "a string longer than its field");
+	cr_assert_eq(decode_bytes("\x01" "slotrun-plane/2\0", 17), -EPROTO, "another magic");
+	cr_assert_eq(decode_bytes("\x04\x00\x02" "ok", 5), 0, "and a good one decodes");
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(plane_decode(buf, (size_t)n + 1, &m), -EPROTO, "a length that disagrees");
+	leak_check();
+}
+
+/* ---- Handshake ---- */
+
+static struct plane_join sample_join(void)
+{
+	struct plane_join j = { .node_rank = 1, .nnodes = 3, .slots = 2, .world_size = 6 };
+
+	strcpy(j.version, "0.1.0");
+	strcpy(j.host, "10.213.0.2");
+	return j;
+}
+
+Test(plane_handshake, a_join_proves_the_secret_for_this_chief_nonce_only)
+{
+	unsigned char nc[AUTH_NONCE_LEN], nc2[AUTH_NONCE_LEN], nn[AUTH_NONCE_LEN];
+	struct plane_join j = sample_join();
+	struct plane_msg m;
+	int n;
+
+	cr_assert_eq(auth_init(), 0);
+	auth_nonce(nc);
+	auth_nonce(nc2);
+	auth_nonce(nn);
+	n = plane_make_join("sekrit", nc, nn, &j, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)n, &m), 0);
+	cr_assert_eq(m.join.slots, 2);
+	cr_assert(plane_check_join("sekrit", nc, buf, (size_t)n, &m));
+	cr_assert(!plane_check_join("other", nc, buf, (size_t)n, &m), "another secret");
+	cr_assert(!plane_check_join("sekrit", nc2, buf, (size_t)n, &m), "replayed to another connection");
+	/* the MAC covers the fields: a node cannot be made to claim more slots */
+	buf[4 + 1 + AUTH_NONCE_LEN + AUTH_MAC_LEN + 8 + 3] ^= 1; /* slots' low byte */
+	cr_assert_eq(plane_decode(buf, (size_t)n, &m), 0);
+	cr_assert_eq(m.join.slots, 3);
+	cr_assert(!plane_check_join("sekrit", nc, buf, (size_t)n, &m), "tampered fields");
+	leak_check();
+}
+
+Test(plane_handshake, the_welcome_proves_the_chief_holds_the_secret_too)
+{
+	unsigned char nc[AUTH_NONCE_LEN], nn[AUTH_NONCE_LEN], nn2[AUTH_NONCE_LEN], mac[AUTH_MAC_LEN];
+
+	cr_assert_eq(auth_init(), 0);
+	auth_nonce(nc);
+	auth_nonce(nn);
+	auth_nonce(nn2);
+	plane_welcome_mac("sekrit", nn, nc, mac);
+	cr_assert(plane_check_welcome("sekrit", nn, nc, mac));
+	cr_assert(!plane_check_welcome("other", nn, nc, mac));
+	cr_assert(!plane_check_welcome("sekrit", nn2, nc, mac), "a recorded welcome for another node nonce");
+	leak_check();
+}
+
+/* ---- The chief's decisions ---- */
+
+static int slots3[] = { 2, 2, 2 };
+static char *addrs3[] = { "10.213.0.1", "10.213.0.2", "10.213.0.3" };
+static struct plane_coord_cfg cfg3 = { .nnodes = 3, .slot_counts = slots3, .world_size = 6,
+				       .version = "0.1.0", .addrs = addrs3, .join_timeout = 300 };
+static struct plane_coord co;
+
+static void coord_setup(void)
+{
+	cr_assert_eq(plane_coord_init(&co, &cfg3), 0);
+}
+
+static void coord_teardown(void)
+{
+	plane_coord_free(&co);
+}
+
+TestSuite(plane_coord, .init = coord_setup, .fini = coord_teardown);
+
+static struct plane_acts join(int node, int slots)
+{
+	struct plane_join j = sample_join();
+
+	j.node_rank = node;
+	j.slots = slots;
+	strcpy(j.host, addrs3[node < 3 && node >= 0 ? node : 0]);
+	return plane_coord_join(&co, &j);
+}
+
+static void all_in(void)
+{
+	cr_assert(!join(1, 2).start);
+	cr_assert(join(2, 2).start);
+	cr_assert_eq(co.phase, PLANE_RUNNING);
+}
+
+Test(plane_coord, start_only_when_every_node_is_in)
+{
+	all_in();
+}
+
+struct mismatch {
+	int field; /* 0 slots, 1 nnodes, 2 world, 3 version, 4 rank, 5 rank 0 */
+	char want[128]; /* inline: the test runs in another process */
+};
+
+static struct plane_acts join_with(int field)
+{
+	struct plane_join j = sample_join();
+
+	j.node_rank = 2;
+	strcpy(j.host, "10.213.0.3");
+	switch (field) {
+	case 0: j.slots = 3; break;
+	case 1: j.nnodes = 4; break;
+	case 2: j.world_size = 7; break;
+	case 3: strcpy(j.version, "0.2.0"); break;
+	case 4: j.node_rank = 3; break;
+	case 5: j.node_rank = 0; break;
+	}
+	return plane_coord_join(&co, &j);
+}
+
+ParameterizedTestParameters(plane_coord, a_disagreement_aborts_naming_node_and_field)
+{
+	static struct mismatch cases[] = {
+		{ 0, "node 2 (10.213.0.3) says 3 slots, node 0 was told 2" },
+		{ 1, "node 2 (10.213.0.3) says 4 nodes, node 0 was told 3" },
+		{ 2, "node 2 (10.213.0.3) says world size 7, node 0 was told 6" },
+		{ 3, "node 2 (10.213.0.3) runs slotrun 0.2.0, node 0 runs 0.1.0" },
+		{ 4, "a node at 10.213.0.3 says it is node 3, but the job's other nodes are 1..2" },
+		{ 5, "a node at 10.213.0.3 says it is node 0, but the job's other nodes are 1..2" },
+	};
+	return cr_make_param_array(struct mismatch, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct mismatch *m, plane_coord, a_disagreement_aborts_naming_node_and_field)
+{
+	struct plane_acts a = join_with(m->field);
+
+	cr_assert(a.abort);
+	cr_assert(!a.start);
+	cr_assert_eq(a.code, 2);
+	cr_assert_str_eq(a.text, m->want);
+	cr_assert_eq(co.phase, PLANE_ENDED);
+}
+
+Test(plane_coord, a_node_rank_given_twice_aborts)
+{
+	struct plane_acts a;
+
+	cr_assert(!join(1, 2).abort);
+	a = join(1, 2);
+	cr_assert(a.abort);
+	cr_assert_eq(a.code, 2);
+	cr_assert(strstr(a.text, "node 1 joined twice"), "%s", a.text);
+}
+
+Test(plane_coord, the_join_timeout_names_every_missing_node)
+{
+	struct plane_acts a = plane_coord_join_timeout(&co);
+
+	cr_assert(a.abort);
+	cr_assert_eq(a.code, 2);
+	cr_assert_str_eq(a.text, "node 1 (10.213.0.2), node 2 (10.213.0.3) did not join within 300 s");
+	plane_coord_free(&co);
+	coord_setup();
+	join(1, 2);
+	a = plane_coord_join_timeout(&co);
+	cr_assert_str_eq(a.text, "node 2 (10.213.0.3) did not join within 300 s");
+}
+
+Test(plane_coord, the_join_timeout_after_the_start_changes_nothing)
+{
+	all_in();
+	cr_assert(!plane_coord_join_timeout(&co).abort);
+}
+
+static struct plane_cause rank_fail(int rank, int code)
+{
+	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .rank = rank, .code = code };
+	return f;
+}
+
+Test(plane_coord, the_first_failure_stops_every_node_and_decides_the_status)
+{
+	struct plane_cause f = rank_fail(5, 4);
+	struct plane_acts a;
+
+	all_in();
+	a = plane_coord_fail(&co, 2, &f, 10.0);
+	cr_assert(a.stop);
+	cr_assert_eq(a.stop_sig, 0);
+	cr_assert_eq(a.origin, 2, "the failing node is stopping already");
+	f = rank_fail(0, 1);
+	a = plane_coord_fail(&co, 0, &f, 11.0);
+	cr_assert(!a.stop, "a consequence, reported late");
+	cr_assert(!plane_coord_done(&co, 0, 143).end);
+	cr_assert(!plane_coord_done(&co, 2, 4).end);
+	a = plane_coord_done(&co, 1, 143);
+	cr_assert(a.end, "every node is done");
+	cr_assert_eq(co.code, 4);
+	cr_assert_eq(co.cause.rank, 5);
+	cr_assert_eq(co.cause.node, 2);
+}
+
+Test(plane_coord, a_crash_soon_after_beats_a_peer_that_merely_exited)
+{
+	struct plane_cause first = rank_fail(1, 1), crash = rank_fail(4, 137), late = rank_fail(3, 139);
+
+	all_in();
+	plane_coord_fail(&co, 0, &first, 10.0);
+	plane_coord_fail(&co, 2, &crash, 10.0 + PLANE_ROOT_WINDOW / 2);
+	cr_assert_eq(co.cause.rank, 4);
+	cr_assert_eq(co.cause.node, 2);
+	plane_coord_fail(&co, 1, &late, 10.0 + PLANE_ROOT_WINDOW * 3);
+	cr_assert_eq(co.cause.rank, 4, "outside the window nothing replaces it");
+	for (int k = 0; k < 3; k++)
+		plane_coord_done(&co, k, 1);
+	cr_assert_eq(co.code, 137);
+}
+
+Test(plane_coord, a_crash_long_after_does_not_replace_the_root_cause)
+{
+	struct plane_cause first = rank_fail(1, 1), crash = rank_fail(4, 137);
+
+	all_in();
+	plane_coord_fail(&co, 0, &first, 10.0);
+	plane_coord_fail(&co, 2, &crash, 10.0 + PLANE_ROOT_WINDOW * 2);
+	cr_assert_eq(co.cause.rank, 1);
+}
+
+Test(plane_coord, success_is_the_jobs_only_when_every_node_is_done)
+{
+	all_in();
+	cr_assert(!plane_coord_done(&co, 1, 0).end);
+	cr_assert(!plane_coord_done(&co, 0, 0).end);
+	cr_assert(plane_coord_done(&co, 2, 0).end);
+	cr_assert_eq(co.code, 0);
+	cr_assert_eq(co.cause.kind, PLANE_CAUSE_NONE);
+}
+
+Test(plane_coord, a_stop_signal_anywhere_stops_everywhere_with_128_plus_n)
+{
+	struct plane_acts a;
+	char line[256];
+
+	all_in();
+	a = plane_coord_signal(&co, 1, SIGTERM, true);
+	cr_assert(a.stop);
+	cr_assert_eq(a.stop_sig, SIGTERM);
+	cr_assert_eq(a.origin, 1);
+	a = plane_coord_signal(&co, 2, SIGINT, true);
+	cr_assert(a.stop, "a later stop is still passed on (a second SIGINT escalates)");
+	for (int k = 0; k < 3; k++)
+		a = plane_coord_done(&co, k, 143);
+	cr_assert(a.end);
+	cr_assert_eq(co.code, 143, "the first stop decides");
+	plane_cause_line(&co.cause, line, sizeof(line));
+	cr_assert_str_eq(line, "SIGTERM to node 1 (10.213.0.2)");
+}
+
+Test(plane_coord, a_preemption_signal_reaches_every_other_node)
+{
+	struct plane_acts a;
+
+	all_in();
+	a = plane_coord_signal(&co, 0, SIGUSR1, false);
+	cr_assert_eq(a.signal, SIGUSR1);
+	cr_assert_eq(a.origin, 0);
+	cr_assert(!a.stop);
+	cr_assert_eq(co.cause.kind, PLANE_CAUSE_NONE);
+}
+
+Test(plane_coord, a_stop_before_the_start_aborts_with_128_plus_n)
+{
+	struct plane_acts a;
+
+	join(1, 2);
+	cr_assert(!plane_coord_signal(&co, 1, SIGUSR1, false).abort, "nothing to tell yet");
+	a = plane_coord_signal(&co, 1, SIGTERM, true);
+	cr_assert(a.abort);
+	cr_assert_eq(a.code, 143);
+	cr_assert_str_eq(a.text, "job stopped before it started: SIGTERM to node 1 (10.213.0.2)");
+}
+
+Test(plane_coord, a_lost_node_fails_the_job_with_status_1)
+{
+	struct plane_acts a;
+	char line[256];
+
+	all_in();
+	a = plane_coord_lost(&co, 2, "no heartbeat for 5 s");
+	cr_assert(a.stop);
+	cr_assert(!a.end);
+	plane_cause_line(&co.cause, line, sizeof(line));
+	cr_assert_str_eq(line, "node 2 (10.213.0.3) lost: no heartbeat for 5 s");
+	plane_coord_done(&co, 0, 143);
+	a = plane_coord_done(&co, 1, 143);
+	cr_assert(a.end, "a lost node is not waited for");
+	cr_assert_eq(co.code, 1);
+}
+
+Test(plane_coord, a_node_lost_before_the_start_aborts)
+{
+	struct plane_acts a;
+
+	join(1, 2);
+	a = plane_coord_lost(&co, 1, "connection closed");
+	cr_assert(a.abort);
+	cr_assert_eq(a.code, 2);
+	cr_assert_str_eq(a.text, "node 1 (10.213.0.2) left before the job started: connection closed");
+}
+
+Test(plane_coord, a_node_gone_after_it_was_done_is_no_failure)
+{
+	all_in();
+	plane_coord_done(&co, 1, 0);
+	cr_assert(!plane_coord_lost(&co, 1, "connection closed").stop);
+	plane_coord_done(&co, 0, 0);
+	cr_assert(plane_coord_done(&co, 2, 0).end);
+	cr_assert_eq(co.code, 0);
+}
+
+Test(plane_coord, node_indexes_from_outside_are_range_checked)
+{
+	struct plane_cause f = rank_fail(1, 1);
+
+	all_in();
+	cr_assert(!plane_coord_fail(&co, 3, &f, 1.0).stop);
+	cr_assert(!plane_coord_fail(&co, -1, &f, 1.0).stop);
+	cr_assert(!plane_coord_done(&co, 7, 0).end);
+	cr_assert(!plane_coord_lost(&co, 9, "x").stop);
+	cr_assert(!plane_coord_signal(&co, 5, SIGTERM, true).stop);
+}
+
+Test(plane_coord, cause_lines)
+{
+	struct plane_cause c = sample_cause();
+	char line[256];
+
+	plane_cause_line(&c, line, sizeof(line));
+	cr_assert_str_eq(line, "rank 5 on node 2 (10.213.0.3) exit 4");
+	c.code = 137;
+	plane_cause_line(&c, line, sizeof(line));
+	cr_assert_str_eq(line, "rank 5 on node 2 (10.213.0.3) exit 137 (SIGKILL)");
+	cr_assert_eq(plane_cause_code(&c), 137);
+}
