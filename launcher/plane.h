@@ -1,0 +1,77 @@
+/* The job plane: the slotruns of one multi-node job, joined on the chief's
+ * control port, so that a job runs whole or stops whole (DESIGN.md).  The
+ * decisions are plane_proto.c's; this file carries them over TCP on the
+ * runner's libevent loop.
+ *
+ * Contract for the runner: nothing starts until the start hook; the stop,
+ * signal and end hooks come from other nodes (or the chief's decision); the
+ * runner reports its own failures, stop signals and the moment its workers
+ * are all reaped, and exits when the end hook says, with its code. */
+#ifndef SLOTRUN_PLANE_H
+#define SLOTRUN_PLANE_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "plane_proto.h"
+
+#define PLANE_DEFAULT_JOIN_TIMEOUT 300.0
+#define PLANE_DEFAULT_HB_TIMEOUT 5.0
+/* Heartbeats go out every timeout / PLANE_HB_PER_TIMEOUT seconds: four can
+ * be lost in a row before a node is declared lost. */
+#define PLANE_HB_PER_TIMEOUT 5
+/* A connection that has not proved the secret within this many seconds is
+ * dropped; at most PLANE_MAX_PENDING are held at once. */
+#define PLANE_AUTH_DEADLINE 10.0
+#define PLANE_MAX_PENDING 16
+
+struct plane_cfg {
+	int nnodes, node_rank;
+	char *const *addrs;         /* chief first */
+	const int *slot_counts;     /* per node */
+	int world_size;
+	int control_port;
+	double join_timeout;        /* seconds */
+	double hb_timeout;          /* seconds */
+	const char *secret;
+};
+
+struct plane_hooks {
+	/* Every node is in and agrees: start the workers. */
+	void (*start)(void *arg);
+	/* Stop the workers: sig 0 when the job failed elsewhere, else the stop
+	 * signal that another node's slotrun received (forward it). */
+	void (*stop)(void *arg, int sig);
+	/* A signal for every worker (USR1, USR2, ...) from another node. */
+	void (*signal)(void *arg, int sig);
+	/* The job is over (or will not start): exit with code.  cause is the
+	 * job's root cause (kind NONE on success, or when aborted before the
+	 * start, in which case the plane has printed the reason). */
+	void (*end)(void *arg, int code, const struct plane_cause *cause);
+};
+
+struct plane;
+
+/* The chief starts listening (a port in use is an error, with err naming
+ * it), another node starts connecting to the chief.  Returns 0 or a
+ * negative errno with a one-line reason in err. */
+int plane_open(struct plane **p, struct event_base *base, const struct plane_cfg *cfg,
+	       const struct plane_hooks *hooks, void *arg, char *err, size_t errlen);
+
+/* This node's root cause (its first failed worker; again if the supervisor
+ * refines it). */
+void plane_local_fail(struct plane *p, const struct plane_cause *f);
+
+/* This node's slotrun received sig; stops: it is TERM or INT. */
+void plane_local_signal(struct plane *p, int sig, bool stops);
+
+/* This node's workers are all reaped; code is what the node alone would
+ * exit with. */
+void plane_local_done(struct plane *p, int code);
+
+/* Sends what is still queued (waiting at most a second for slow peers),
+ * then closes every connection and frees p.  NULL is fine. */
+void plane_close(struct plane *p);
+
+#endif
