@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io.h"
+
 const char opt_usage[] =
 "Usage: slotrun [OPTIONS] [--] COMMAND [ARGS...]\n"
 "\n"
@@ -23,6 +25,14 @@ const char opt_usage[] =
 "  --master-port P      rendezvous port on the chief (29400)   [SLOTRUN_MASTER_PORT]\n"
 "  --iface NAME         network interface for NCCL/Gloo        [SLOTRUN_IFACE]\n"
 "                       (default: the one that routes to the chief, multi-node only)\n"
+"Several nodes (the job plane: nodes join the chief's slotrun before any worker\n"
+"starts; a failure, stop or signal on any node reaches every node):\n"
+"  --control-port P     the chief's control port (MASTER_PORT+1) [SLOTRUN_CONTROL_PORT]\n"
+"  --join-timeout S     seconds for every node to join (300)  [SLOTRUN_JOIN_TIMEOUT]\n"
+"  --heartbeat-timeout S  a node silent this long is lost (5; heartbeats every S/5)\n"
+"                                                              [SLOTRUN_HEARTBEAT_TIMEOUT]\n"
+"  --secret-file PATH   the job secret is this file's first line [SLOTRUN_SECRET_FILE]\n"
+"                       (else SLOTRUN_JOB_SECRET; else derived, and so not secret)\n"
 "Running:\n"
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
 "  --bind auto|none|core|numa|gpu\n"
@@ -41,14 +51,16 @@ const char opt_usage[] =
 "\n"
 "Exit status: 0 when every worker exited 0; else the first failure's exit code\n"
 "(128+N for death by signal N); 127/126 when COMMAND cannot be found/executed;\n"
-"128+N when slotrun was stopped by signal N; 2 for usage and ClusterInfo errors.\n"
+"128+N when slotrun was stopped by signal N; 2 for usage and ClusterInfo errors\n"
+"and for nodes that do not join or do not agree; 1 when a node was lost.  On\n"
+"several nodes every node exits with the job's status.\n"
 "SIGINT/TERM/HUP/QUIT/USR1/USR2 are forwarded to every worker; a second SIGINT\n"
 "kills at once.\n";
 
 enum {
 	O_SLOTS = 256, O_NNODES, O_NODE_RANK, O_ADDRS, O_MASTER_PORT, O_IFACE, O_GRACE,
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
-	O_REPORT_BINDINGS, O_VERSION,
+	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
 };
 
 static const struct option longopts[] = {
@@ -66,6 +78,10 @@ static const struct option longopts[] = {
 	{ "error-file", required_argument, NULL, O_ERROR_FILE },
 	{ "bind", required_argument, NULL, O_BIND },
 	{ "report-bindings", no_argument, NULL, O_REPORT_BINDINGS },
+	{ "control-port", required_argument, NULL, O_CONTROL_PORT },
+	{ "join-timeout", required_argument, NULL, O_JOIN_TIMEOUT },
+	{ "heartbeat-timeout", required_argument, NULL, O_HB_TIMEOUT },
+	{ "secret-file", required_argument, NULL, O_SECRET_FILE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -85,15 +101,16 @@ static int parse_bool(const char *name, const char *v, bool *out, char *err, siz
 	return -EINVAL;
 }
 
-static int parse_grace(const char *what, const char *v, double *out, char *err, size_t errlen)
+static int parse_seconds(const char *what, const char *v, double lo, double hi, double *out,
+			 char *err, size_t errlen)
 {
 	char *end;
 	double g;
 
 	errno = 0;
 	g = strtod(v, &end);
-	if (!*v || *end || errno || !isfinite(g) || g < 0 || g > 86400) {
-		snprintf(err, errlen, "%s '%s': expected seconds, a number from 0 to 86400", what, v);
+	if (!*v || *end || errno || !isfinite(g) || g < lo || g > hi) {
+		snprintf(err, errlen, "%s '%s': expected seconds, a number from %g to %g", what, v, lo, hi);
 		return -EINVAL;
 	}
 	*out = g;
@@ -106,13 +123,23 @@ static const char *nonempty(const struct ci_env *env, const char *name)
 	return v && *v ? v : NULL;
 }
 
+/* The flag's value, else its variable's; what names the one used. */
+static const char *flag_or_env(const char *flag, const char *flagname, const struct ci_env *env,
+			       const char *var, const char **what)
+{
+	*what = flag ? flagname : var;
+	return flag ? flag : nonempty(env, var);
+}
+
+
 int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
 	      char *err, size_t errlen)
 {
-	const char *grace = NULL, *bind = NULL, *bind_what = "--bind", *v;
+	const char *grace = NULL, *bind = NULL, *join = NULL, *hb = NULL, *port = NULL, *what, *v;
 	int c;
 
-	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO };
+	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
+			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
 	if (parse_bool("SLOTRUN_NO_WRAP", nonempty(env, "SLOTRUN_NO_WRAP"), &o->no_wrap, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_DRY_RUN", nonempty(env, "SLOTRUN_DRY_RUN"), &o->dry_run, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_REPORT_BINDINGS", nonempty(env, "SLOTRUN_REPORT_BINDINGS"),
@@ -121,6 +148,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	o->log_dir = nonempty(env, "SLOTRUN_LOG_DIR");
 	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
 	o->error_file = nonempty(env, "SLOTRUN_ERROR_FILE");
+	o->secret_file = nonempty(env, "SLOTRUN_SECRET_FILE");
 
 	optind = 1;
 	opterr = 0;
@@ -140,6 +168,10 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 		case O_ERROR_FILE: o->error_file = optarg; break;
 		case O_BIND: bind = optarg; break;
 		case O_REPORT_BINDINGS: o->report_bindings = true; break;
+		case O_CONTROL_PORT: port = optarg; break;
+		case O_JOIN_TIMEOUT: join = optarg; break;
+		case O_HB_TIMEOUT: hb = optarg; break;
+		case O_SECRET_FILE: o->secret_file = optarg; break;
 		case 'h':
 			fputs(opt_usage, stdout);
 			return OPT_EXIT_OK;
@@ -154,19 +186,34 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			return -EINVAL;
 		}
 	}
-	if (grace) {
-		if (parse_grace("--grace", grace, &o->grace, err, errlen) < 0)
+	{
+		const struct { const char *flag, *name, *var; double lo, hi; double *out; } secs[] = {
+			{ grace, "--grace", "SLOTRUN_GRACE", 0, 86400, &o->grace },
+			{ join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
+			{ hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
+		};
+
+		for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+			if ((v = flag_or_env(secs[i].flag, secs[i].name, env, secs[i].var, &what)) &&
+			    parse_seconds(what, v, secs[i].lo, secs[i].hi, secs[i].out, err, errlen) < 0)
+				return -EINVAL;
+	}
+	if ((v = flag_or_env(port, "--control-port", env, "SLOTRUN_CONTROL_PORT", &what))) {
+		long n;
+
+		if (io_parse_long(v, 1, 65535, &n) < 0) {
+			snprintf(err, errlen, "%s '%s': expected a port number from 1 to 65535", what, v);
 			return -EINVAL;
-	} else if ((v = nonempty(env, "SLOTRUN_GRACE")) &&
-		   parse_grace("SLOTRUN_GRACE", v, &o->grace, err, errlen) < 0) {
+		}
+		o->control_port = (int)n;
+	}
+	if ((bind = flag_or_env(bind, "--bind", env, "SLOTRUN_BIND", &what)) &&
+	    topo_parse_bind(bind, &o->bind) < 0) {
+		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", what, bind);
 		return -EINVAL;
 	}
-	if (!bind) {
-		bind = nonempty(env, "SLOTRUN_BIND");
-		bind_what = "SLOTRUN_BIND";
-	}
-	if (bind && topo_parse_bind(bind, &o->bind) < 0) {
-		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", bind_what, bind);
+	if (o->secret_file && !*o->secret_file) {
+		snprintf(err, errlen, "--secret-file: expected a path, got an empty string");
 		return -EINVAL;
 	}
 	if (o->log_dir && !*o->log_dir) {

@@ -11,6 +11,8 @@
 #include "topology.h"
 
 #define OPT_DEFAULT_GRACE 30.0
+#define OPT_DEFAULT_JOIN_TIMEOUT 300.0
+#define OPT_DEFAULT_HB_TIMEOUT 5.0
 
 struct options {
 	struct ci_flags ci;
@@ -22,6 +24,10 @@ struct options {
 	const char *log_dir;
 	const char *ranks_filter;
 	const char *error_file;
+	int control_port;          /* 0: the master port + 1 */
+	double join_timeout;       /* seconds for every node to join the chief */
+	double hb_timeout;         /* seconds of silence before a node is lost */
+	const char *secret_file;   /* or NULL */
 	char **argv;               /* the command */
 };
 

@@ -103,3 +103,53 @@ LEAK_TEST(options, bad_values_name_the_option)
 		cr_assert(strstr(err, cases[i].want), "case %zu: '%s' lacks '%s'", i, err, cases[i].want);
 	}
 }
+
+LEAK_TEST(options, job_plane_options_with_their_variables_and_defaults)
+{
+	struct options o;
+	char err[512];
+	const char *none[] = { NULL };
+	const char *e[] = { "SLOTRUN_CONTROL_PORT=4000", "SLOTRUN_JOIN_TIMEOUT=7", "SLOTRUN_HEARTBEAT_TIMEOUT=2.5",
+			    "SLOTRUN_SECRET_FILE=/env/secret", NULL };
+	const char *plain[] = { "slotrun", "cmd", NULL };
+	const char *flags[] = { "slotrun", "--control-port", "4001", "--join-timeout", "8",
+				"--heartbeat-timeout", "3", "--secret-file", "/flag/secret", "cmd", NULL };
+
+	fake_env = none;
+	cr_assert_eq(parse(plain, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.control_port, 0, "0: the master port + 1, decided with ClusterInfo");
+	cr_assert_float_eq(o.join_timeout, 300.0, 1e-9);
+	cr_assert_float_eq(o.hb_timeout, 5.0, 1e-9);
+	cr_assert_null(o.secret_file);
+	fake_env = e;
+	cr_assert_eq(parse(plain, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.control_port, 4000);
+	cr_assert_float_eq(o.join_timeout, 7.0, 1e-9);
+	cr_assert_float_eq(o.hb_timeout, 2.5, 1e-9);
+	cr_assert_str_eq(o.secret_file, "/env/secret");
+	cr_assert_eq(parse(flags, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.control_port, 4001, "the flag wins");
+	cr_assert_float_eq(o.join_timeout, 8.0, 1e-9);
+	cr_assert_float_eq(o.hb_timeout, 3.0, 1e-9);
+	cr_assert_str_eq(o.secret_file, "/flag/secret");
+}
+
+LEAK_TEST(options, bad_job_plane_values_name_the_source)
+{
+	struct options o;
+	char err[512];
+	const char *none[] = { NULL };
+	const char *bad_env[] = { "SLOTRUN_HEARTBEAT_TIMEOUT=0", NULL };
+	const char *port[] = { "slotrun", "--control-port", "65536", "cmd", NULL };
+	const char *join[] = { "slotrun", "--join-timeout", "soon", "cmd", NULL };
+	const char *plain[] = { "slotrun", "cmd", NULL };
+
+	fake_env = none;
+	cr_assert_eq(parse(port, &o, err), -EINVAL);
+	cr_assert_str_eq(err, "--control-port '65536': expected a port number from 1 to 65535");
+	cr_assert_eq(parse(join, &o, err), -EINVAL);
+	cr_assert_str_eq(err, "--join-timeout 'soon': expected seconds, a number from 0.1 to 86400");
+	fake_env = bad_env;
+	cr_assert_eq(parse(plain, &o, err), -EINVAL);
+	cr_assert_str_eq(err, "SLOTRUN_HEARTBEAT_TIMEOUT '0': expected seconds, a number from 0.1 to 600");
+}
