@@ -125,6 +125,47 @@ static int cuda_numbering(const struct cluster_info *ci, struct topo_slot *ts)
 	return 0;
 }
 
+/* --secret-file: the first line, without its newline. */
+static int read_secret_file(const char *path, char *buf, size_t len, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f) {
+		snprintf(err, errlen, "--secret-file %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!fgets(buf, (int)len, f))
+		buf[0] = '\0';
+	fclose(f);
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	if (!n) {
+		snprintf(err, errlen, "--secret-file %s: the first line is empty", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Several nodes: the job plane's settings.  The control port defaults to
+ * the master port + 1 (the master port is the workers' rendezvous). */
+static int plane_setup(const struct options *o, const struct cluster_info *ci, const char *secret,
+		       struct plane_cfg *pc, char *err, size_t errlen)
+{
+	int port = o->control_port ? o->control_port : ci->master_port + 1;
+
+	if (port > 65535) {
+		snprintf(err, errlen, "the control port would be the master port %d + 1: choose one with "
+			 "--control-port", ci->master_port);
+		return -EINVAL;
+	}
+	*pc = (struct plane_cfg){ .nnodes = ci->nnodes, .node_rank = ci->node_rank, .addrs = ci->addrs,
+				  .slot_counts = ci->slot_counts, .world_size = ci->world_size,
+				  .control_port = port, .join_timeout = o->join_timeout,
+				  .hb_timeout = o->hb_timeout, .secret = secret };
+	return 0;
+}
+
 static int mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
@@ -195,6 +236,7 @@ int main(int argc, char **argv)
 	struct topo_slot *tslots = NULL;
 	struct plan plan = { 0 };
 	struct plan_opts po = { 0 };
+	struct plane_cfg pc;
 	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
 	bool *shown = NULL, pci_order = false;
 	struct rlimit nofile = { RLIM_INFINITY, RLIM_INFINITY };
@@ -273,7 +315,17 @@ int main(int argc, char **argv)
 		}
 	}
 
-	job_secret(&ci, secret, sizeof(secret));
+	if (o.secret_file) {
+		if (read_secret_file(o.secret_file, secret, sizeof(secret), err, sizeof(err)) < 0) {
+			fail(2, err);
+			goto out;
+		}
+	} else {
+		job_secret(&ci, secret, sizeof(secret));
+		if (ci.nnodes > 1 && !(getenv(PLAN_SECRET_VAR) && *getenv(PLAN_SECRET_VAR)) && !o.dry_run)
+			fprintf(stderr, "slotrun: no SLOTRUN_JOB_SECRET or --secret-file: the job secret is derived "
+				"from the job's addresses and ids, and is therefore not secret\n");
+	}
 	po.secret = secret;
 	po.pci_order = pci_order;
 	if (plan_build(&ci, tslots, &po, &ci_process_env, &plan) < 0) {
@@ -342,11 +394,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (ci.nnodes > 1 && plane_setup(&o, &ci, secret, &pc, err, sizeof(err)) < 0) {
+		fail(2, err);
+		goto out;
+	}
 	code = runner_run(&(struct runner_cfg){
 		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,
 		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ, .shown = shown,
 		.log_dir = o.log_dir, .error_file = o.error_file, .grace = o.grace,
-		.nofile = &nofile,
+		.nofile = &nofile, .plane = ci.nnodes > 1 ? &pc : NULL,
 	});
 out:
 	plan_free(&plan);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,8 @@ struct conn {
 	bool connecting;          /* node: connect(2) in progress */
 	bool authed;              /* proved the secret (both ways, on a node) */
 	bool closing;             /* drop once out is flushed */
+	bool told;                /* chief: sent ABORT */
+	bool draining;            /* our side is shut: read until EOF, then drop */
 	int node;                 /* chief: the node it joined as, or -1 */
 	double born, last_rx, last_tx;
 	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
@@ -196,8 +199,14 @@ static void conn_flush(struct conn *c)
 		return;
 	c->out_off = c->out_len = 0;
 	event_del(c->ev_write);
-	if (c->closing)
-		conn_drop(c);
+	if (c->closing && !c->draining) {
+		/* A close with unread bytes in our queue would reset the
+		 * connection, and the peer's kernel would throw away what we
+		 * just sent: end our side, read until the peer closes. */
+		c->draining = true;
+		c->born = now_s();
+		shutdown(c->fd, SHUT_WR);
+	}
 }
 
 /* Queues one encoded frame and writes what the socket takes. */
@@ -286,15 +295,23 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 		struct plane_msg m = { .type = PLANE_ABORT, .code = a->code };
 
 		snprintf(m.text, sizeof(m.text), "%s", a->text);
-		say("%s", a->text);
-		/* every node that proved the secret hears why, the
-		 * duplicate that caused it too */
+		if (a->first)
+			say("%s", a->text);
+		/* every node that proved the secret hears why, the one that
+		 * joined now too (a duplicate, a late one) */
 		for (struct conn *c = p->conns; c; c = c->next)
-			if (c->authed || c == extra)
+			if ((c->authed || c == extra) && !c->told) {
+				c->told = true;
+				c->closing = true;
 				conn_send(c, &m);
+			}
+	}
+	if (a->exit) {
 		end(p, a->code, NULL);
 		return;
 	}
+	if (a->abort)
+		return;
 	if (a->start) {
 		chief_broadcast(p, &(struct plane_msg){ .type = PLANE_START }, -1);
 		p->h->start(p->arg);
@@ -714,6 +731,14 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 
 	if (c->connecting)
 		return;
+	if (c->draining) {
+		unsigned char sink[4096];
+
+		n = read(c->fd, sink, sizeof(sink));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			conn_drop(c);
+		return;
+	}
 	n = read(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -759,6 +784,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		next = c->next;
 		if (c->connecting)
 			continue;
+		if (c->draining) {
+			if (now - c->born > PLANE_AUTH_DEADLINE)
+				conn_drop(c);
+			continue;
+		}
 		if (!c->authed) {
 			if (now - c->born > PLANE_AUTH_DEADLINE)
 				lost(c, "no answer to the handshake");
@@ -888,22 +918,51 @@ void plane_local_done(struct plane *p, int code)
 	}
 }
 
+/* The last words (ABORT, END) must reach the other nodes before we exit:
+ * send what is queued, end our side, and read until each peer closes (or a
+ * second passes), so that no reset throws our words away. */
+static void linger(struct plane *p)
+{
+	double deadline = now_s() + 1.0;
+	struct pollfd pf[64];
+	int n = 0;
+
+	for (struct conn *c = p->conns; c; c = c->next) {
+		if (c->fd < 0 || c->connecting)
+			continue;
+		if (c->out_off < c->out_len)
+			(void)sock_send_all(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+					    sock_deadline_in(deadline - now_s()));
+		c->out_off = c->out_len;
+		shutdown(c->fd, SHUT_WR);
+		if (n < (int)(sizeof(pf) / sizeof(pf[0])) && (c->authed || c->draining))
+			pf[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+	}
+	for (int open = n; open > 0 && now_s() < deadline;) {
+		int ms = (int)((deadline - now_s()) * 1000) + 1;
+
+		if (poll(pf, (nfds_t)n, ms) <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			unsigned char sink[4096];
+			ssize_t got;
+
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			got = read(pf[i].fd, sink, sizeof(sink));
+			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+				pf[i].fd = -1;
+				open--;
+			}
+		}
+	}
+}
+
 void plane_close(struct plane *p)
 {
-	double deadline;
-
 	if (!p)
 		return;
-	/* The last words (ABORT, END) must reach the other nodes before we
-	 * exit and the kernel resets what is unsent. */
-	deadline = now_s() + 1.0;
-	for (struct conn *c = p->conns; c; c = c->next) {
-		if (c->fd < 0 || c->connecting || c->out_off >= c->out_len)
-			continue;
-		(void)sock_send_all(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-				    sock_deadline_in(deadline - now_s() > 0 ? deadline - now_s() : 0));
-		c->out_off = c->out_len;
-	}
+	linger(p);
 	while (p->conns)
 		conn_drop(p->conns);
 	bury(p);

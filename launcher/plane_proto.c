@@ -407,19 +407,46 @@ void plane_coord_free(struct plane_coord *c)
 	c->done_code = NULL;
 }
 
+static bool everyone_told(const struct plane_coord *c)
+{
+	for (int k = 1; k < c->cfg->nnodes; k++)
+		if (c->st[k] == PLANE_N_ABSENT)
+			return false;
+	return true;
+}
+
+/* The job will not start: tell every node that joined; the chief stays
+ * for those still to come. */
 static struct plane_acts abort_with(struct plane_coord *c, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 static struct plane_acts abort_with(struct plane_coord *c, int code, const char *fmt, ...)
 {
-	struct plane_acts a = { .abort = true, .code = code, .origin = -1 };
+	struct plane_acts a = { .abort = true, .first = true, .code = code, .origin = -1 };
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(a.text, sizeof(a.text), fmt, ap);
 	va_end(ap);
-	c->phase = PLANE_ENDED;
+	snprintf(c->why, sizeof(c->why), "%s", a.text);
+	c->phase = PLANE_ABORTING;
 	c->code = code;
+	for (int k = 1; k < c->cfg->nnodes; k++)
+		if (c->st[k] == PLANE_N_JOINED)
+			c->st[k] = PLANE_N_TOLD;
+	a.exit = everyone_told(c);
+	return a;
+}
+
+/* A node that joins an aborted job hears why, and counts as told. */
+static struct plane_acts tell_late(struct plane_coord *c, int node)
+{
+	struct plane_acts a = { .abort = true, .code = c->code, .origin = -1 };
+
+	snprintf(a.text, sizeof(a.text), "%s", c->why);
+	if (node >= 1 && node < c->cfg->nnodes && c->st[node] == PLANE_N_ABSENT)
+		c->st[node] = PLANE_N_TOLD;
+	a.exit = everyone_told(c);
 	return a;
 }
 
@@ -429,6 +456,8 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 	struct plane_acts none = { .origin = -1 };
 	int k = j->node_rank;
 
+	if (c->phase == PLANE_ABORTING)
+		return tell_late(c, k);
 	if (c->phase != PLANE_JOINING)
 		return abort_with(c, 2, "node %d (%s) joined after the job had started", k, j->host);
 	if (strcmp(j->version, g->version) != 0)
@@ -443,12 +472,16 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 	if (c->st[k] != PLANE_N_ABSENT)
 		return abort_with(c, 2, "node %d joined twice (the second from %s): two slotruns were given "
 				  "the same node rank", k, j->host);
-	if (j->slots != g->slot_counts[k])
+	if (j->slots != g->slot_counts[k]) {
+		c->st[k] = PLANE_N_TOLD;
 		return abort_with(c, 2, "node %d (%s) says %d slots, node 0 was told %d", k, j->host,
 				  j->slots, g->slot_counts[k]);
-	if (j->world_size != g->world_size)
+	}
+	if (j->world_size != g->world_size) {
+		c->st[k] = PLANE_N_TOLD;
 		return abort_with(c, 2, "node %d (%s) says world size %d, node 0 was told %d", k, j->host,
 				  j->world_size, g->world_size);
+	}
 	c->st[k] = PLANE_N_JOINED;
 	if (++c->joined == g->nnodes) {
 		c->phase = PLANE_RUNNING;
@@ -461,9 +494,14 @@ struct plane_acts plane_coord_join_timeout(struct plane_coord *c)
 {
 	const struct plane_coord_cfg *g = c->cfg;
 	char list[PLANE_TEXT_MAX / 2] = "";
+	struct plane_acts a;
 	size_t len = 0;
 	int named = 0, missing = 0;
 
+	if (c->phase == PLANE_ABORTING) { /* those still missing will not hear why */
+		c->phase = PLANE_ENDED;
+		return (struct plane_acts){ .exit = true, .code = c->code, .origin = -1 };
+	}
 	if (c->phase != PLANE_JOINING)
 		return (struct plane_acts){ .origin = -1 };
 	for (int k = 1; k < g->nnodes; k++) {
@@ -477,9 +515,13 @@ struct plane_acts plane_coord_join_timeout(struct plane_coord *c)
 		}
 	}
 	if (missing > named)
-		return abort_with(c, 2, "%s and %d more nodes did not join within %g s", list,
-				  missing - named, g->join_timeout);
-	return abort_with(c, 2, "%s did not join within %g s", list, g->join_timeout);
+		a = abort_with(c, 2, "%s and %d more nodes did not join within %g s", list, missing - named,
+			       g->join_timeout);
+	else
+		a = abort_with(c, 2, "%s did not join within %g s", list, g->join_timeout);
+	a.exit = true; /* those missing are not waited for past the timeout */
+	c->phase = PLANE_ENDED;
+	return a;
 }
 
 static bool all_done(const struct plane_coord *c)
@@ -580,14 +622,18 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 	struct plane_acts a = { .origin = node };
 	const char *host;
 
-	if (node < 0 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED)
+	if (node < 0 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED || c->phase == PLANE_ABORTING)
 		return a;
 	host = c->cfg->addrs[node];
 	if (c->phase == PLANE_JOINING) {
 		if (!stops)
 			return a; /* no worker to tell yet */
-		return abort_with(c, 128 + sig, "job stopped before it started: SIG%s to node %d (%s)",
-				  sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", node, host);
+		/* told to stop: no waiting for nodes still to come */
+		a = abort_with(c, 128 + sig, "job stopped before it started: SIG%s to node %d (%s)",
+			       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", node, host);
+		a.exit = true;
+		c->phase = PLANE_ENDED;
+		return a;
 	}
 	if (!stops) {
 		a.signal = sig;
@@ -618,7 +664,7 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 	struct plane_acts a = { .origin = node };
 	const char *host;
 
-	if (node < 1 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED ||
+	if (node < 1 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED || c->phase == PLANE_ABORTING ||
 	    c->st[node] == PLANE_N_LOST || c->st[node] == PLANE_N_ABSENT)
 		return a;
 	host = c->cfg->addrs[node];

@@ -139,8 +139,10 @@ struct plane_coord_cfg {
 	double join_timeout;       /* seconds, for messages */
 };
 
-enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST };
-enum plane_phase { PLANE_JOINING, PLANE_RUNNING, PLANE_ENDED };
+enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST, PLANE_N_TOLD };
+/* ABORTING: the job will not start; the chief stays until every node has
+ * been told why (or the join timeout), so that each says the same line. */
+enum plane_phase { PLANE_JOINING, PLANE_ABORTING, PLANE_RUNNING, PLANE_ENDED };
 
 struct plane_coord {
 	const struct plane_coord_cfg *cfg;
@@ -151,12 +153,17 @@ struct plane_coord {
 	struct plane_cause cause;   /* the job's root cause so far */
 	double cause_t;             /* the chief's clock when it was taken */
 	int code;                   /* the job's status, once ended */
+	char why[PLANE_TEXT_MAX];   /* ABORTING: the reason */
 };
 
 /* What the chief must carry out after an event, in this order.  A stop or
  * a signal goes to every node but `origin`, which acted on it already. */
 struct plane_acts {
-	bool abort;            /* send ABORT(code, text) to every joined node and exit code */
+	bool abort;            /* send ABORT(code, text) to every node that joined and has not
+				* been told, and to the one that joined now; say the text
+				* the first time */
+	bool first;            /* this abort is the first: say it */
+	bool exit;             /* every node has been told: exit code */
 	int code;
 	char text[PLANE_TEXT_MAX];
 	bool start;            /* send START to every node and start our workers */
@@ -177,7 +184,8 @@ int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg);
 void plane_coord_free(struct plane_coord *c);
 
 /* A node proved the secret and presents j.  A disagreement or a duplicate
- * aborts the job with status 2 and one line naming the node and the field. */
+ * aborts the job with status 2 and one line naming the node and the field;
+ * a node joining after that is told the same. */
 struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j);
 
 /* The join timeout ran out: the job is aborted (2), naming who is missing. */

@@ -52,6 +52,12 @@ struct runner {
 	struct out_console con[2];   /* slotrun's stdout and stderr */
 	struct event *ev_con[2];
 	bool paused;                 /* workers' pipes not read: consoles are full */
+	sigset_t orig_mask;          /* the signal mask slotrun was started with */
+	struct plane *plane;         /* several nodes, else NULL */
+	bool started;                /* the workers were started */
+	bool ended;                  /* the plane said the job is over */
+	int job_code;                /* ... with this status */
+	struct plane_cause job_cause;
 };
 
 static double since(const struct timespec *t0, const struct timespec *t)
@@ -68,10 +74,17 @@ static bool have_children(void)
 }
 
 static void apply(struct runner *r, struct sup_actions a);
+static void tell_plane_root(struct runner *r);
 
 static void feed(struct runner *r, struct sup_event ev)
 {
-	apply(r, sup_step(&r->sup, &ev));
+	int root = r->sup.root_cause;
+	struct sup_actions a = sup_step(&r->sup, &ev);
+
+	/* the other nodes hear of our root cause before we act on it */
+	if (r->plane && r->sup.root_cause >= 0 && r->sup.root_cause != root)
+		tell_plane_root(r);
+	apply(r, a);
 }
 
 #define RESCAN_MS 50
@@ -106,7 +119,11 @@ static void apply(struct runner *r, struct sup_actions a)
 		evtimer_add(r->timer, &tv);
 	}
 	if (a.done) {
-		event_base_loopbreak(r->base);
+		/* With a job plane the job's end is the chief's to say. */
+		if (r->plane && !r->ended)
+			plane_local_done(r->plane, sup_exit_code(&r->sup));
+		else
+			event_base_loopbreak(r->base);
 		return;
 	}
 	if (a.check_strays && !have_children())
@@ -142,10 +159,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct runner *r = arg;
 
-	if (sig == SIGCHLD)
+	if (sig == SIGCHLD) {
 		reap(r);
-	else
+		return;
+	}
+	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
+	if (r->plane)
+		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -365,6 +386,46 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 	return rc;
 }
 
+/* Our root cause for the job plane: what the summary on every node shows. */
+static void tell_plane_root(struct runner *r)
+{
+	const struct runner_cfg *c = r->cfg;
+	int i = r->sup.root_cause;
+	struct worker *w = &r->w[i];
+	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .node = c->plane->node_rank,
+				 .rank = c->plan->slots[i].rank, .code = r->code[i],
+				 .when_ms = (int64_t)w->when.tv_sec * 1000 + w->when.tv_nsec / 1000000,
+				 .after_ms = (int64_t)(w->after * 1000) };
+	char **lines = NULL;
+	size_t len = 0;
+	int n, from;
+
+	/* the worker is reaped, so its last lines are in the pipe: take them
+	 * into the tail first */
+	while (w->err.fd >= 0 && out_stream_pump(&w->err) == OUT_PUMP_MORE)
+		;
+	snprintf(f.host, sizeof(f.host), "%s", c->plane->addrs[c->plane->node_rank]);
+	snprintf(f.text, sizeof(f.text), "%s", w->note);
+	n = out_tail_lines(&w->tail, OUT_TAIL_LINES, &lines);
+	/* the newest lines that fit */
+	for (from = n; from > 0 && len + strlen(lines[from - 1]) + 1 < sizeof(f.tail); from--)
+		len += strlen(lines[from - 1]) + 1;
+	len = 0;
+	for (int k = 0; k < n; k++) {
+		if (k >= from) {
+			size_t l = strlen(lines[k]);
+
+			memcpy(f.tail + len, lines[k], l);
+			f.tail[len + l] = '\n';
+			len += l + 1;
+		}
+		free(lines[k]);
+	}
+	free(lines);
+	f.tail[len] = '\0';
+	plane_local_fail(r->plane, &f);
+}
+
 /* Everything in our tree is dead, so every pipe ends in EOF after its
  * last bytes; OUT_PUMP_AGAIN only when a process outside our tree holds a
  * write end, and then we stop there. */
@@ -386,7 +447,9 @@ static void report(struct runner *r, int code)
 	struct sum_worker *sw;
 	struct sum_job job;
 
-	if (r->sup.root_cause < 0 && !r->sup.stop_signal && code == 0)
+	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
+
+	if (code == 0 && (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
 		return;
 	sw = calloc((size_t)r->n, sizeof(*sw));
 	if (!sw)
@@ -400,18 +463,98 @@ static void report(struct runner *r, int code)
 		};
 	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = r->n, .w = sw,
 				.root = r->sup.root_cause, .stop_signal = r->sup.stop_signal,
-				.exit_code = code };
+				.exit_code = code, .job = cause };
 	summary_print(stderr, &job);
 	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
 		fprintf(stderr, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
 	free(sw);
 }
 
+/* Spawns every worker and starts reading their output; signals we handle
+ * are held back meanwhile (a child between fork and exec must not run
+ * libevent's handler). */
+static void start_workers(struct runner *r)
+{
+	sigset_t block, was, worker_mask;
+
+	sigemptyset(&block);
+	for (int i = 0; i < NHANDLED; i++)
+		sigaddset(&block, handled[i]);
+	sigprocmask(SIG_BLOCK, &block, &was);
+	r->started = true;
+	/* Workers start with the signals we handle unblocked, whatever mask
+	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
+	worker_mask = r->orig_mask;
+	for (int i = 0; i < NHANDLED; i++)
+		sigdelset(&worker_mask, handled[i]);
+
+	/* A worker that could not be started counts as failed: the first is
+	 * the root cause and stops the others through the normal path. */
+	if (spawn_all(r, &worker_mask) < 0)
+		for (int i = 0; i < r->n; i++)
+			if (r->w[i].pid <= 0)
+				feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+		if (w->out.fd >= 0) {
+			w->ev_out = event_new(r->base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
+			event_add(w->ev_out, NULL);
+		}
+		if (w->err.fd >= 0) {
+			w->ev_err = event_new(r->base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
+			event_add(w->ev_err, NULL);
+		}
+	}
+	sigprocmask(SIG_SETMASK, &was, NULL);
+}
+
+/* ---- What the job plane asks of us ---- */
+
+static void plane_start(void *arg)
+{
+	start_workers(arg);
+}
+
+static void plane_stop(void *arg, int sig)
+{
+	struct runner *r = arg;
+
+	if (!r->started)
+		return;
+	feed(r, sig ? (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = sig }
+		    : (struct sup_event){ .type = SUP_EV_STOP });
+}
+
+static void plane_signal(void *arg, int sig)
+{
+	struct runner *r = arg;
+
+	if (r->started)
+		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = sig });
+}
+
+static void plane_end(void *arg, int code, const struct plane_cause *cause)
+{
+	struct runner *r = arg;
+
+	r->ended = true;
+	r->job_code = code;
+	r->job_cause = *cause;
+	if (!r->started || r->sup.state == SUP_DONE)
+		event_base_loopbreak(r->base);
+	else /* not expected: the chief ends a job once every node is done */
+		feed(r, (struct sup_event){ .type = SUP_EV_STOP });
+}
+
+static const struct plane_hooks plane_hooks = {
+	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .end = plane_end,
+};
+
 int runner_run(const struct runner_cfg *c)
 {
 	struct runner r = { .cfg = c, .n = c->plan->nslots, .self = getpid() };
 	struct sigaction ign = { .sa_handler = SIG_IGN };
-	sigset_t block, orig, worker_mask;
+	sigset_t block, orig;
 	int code = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &r.t0);
@@ -447,35 +590,25 @@ int runner_run(const struct runner_cfg *c)
 		out_stream_init(&r.w[i].out, -1, NULL, -1, NULL);
 		out_stream_init(&r.w[i].err, -1, NULL, -1, NULL);
 	}
-	/* Workers start with the signals we handle unblocked, whatever mask
-	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
-	worker_mask = orig;
-	for (int i = 0; i < NHANDLED; i++)
-		sigdelset(&worker_mask, handled[i]);
+	r.orig_mask = orig;
+	if (c->plane) {
+		char err[512];
 
-	/* A worker that could not be started counts as failed: the first is
-	 * the root cause and stops the others through the normal path. */
-	if (spawn_all(&r, &worker_mask) < 0)
-		for (int i = 0; i < r.n; i++)
-			if (r.w[i].pid <= 0) {
-				feed(&r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
-			}
-	for (int i = 0; i < r.n; i++) {
-		struct worker *w = &r.w[i];
-		if (w->out.fd >= 0) {
-			w->ev_out = event_new(r.base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_out, NULL);
+		if (plane_open(&r.plane, r.base, c->plane, &plane_hooks, &r, err, sizeof(err)) < 0) {
+			fprintf(stderr, "slotrun: %s\n", err);
+			code = 2;
+			goto out;
 		}
-		if (w->err.fd >= 0) {
-			w->ev_err = event_new(r.base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_err, NULL);
-		}
+	} else {
+		start_workers(&r);
 	}
 	sigprocmask(SIG_SETMASK, &orig, NULL);
 	/* Unblock everything we handle even if our parent blocked it. */
 	sigprocmask(SIG_UNBLOCK, &block, NULL);
 
-	if (r.sup.state != SUP_DONE)
+	/* (every worker may have failed to start already: the loop would
+	 * miss a break that came before it) */
+	if (r.sup.state != SUP_DONE || r.plane)
 		event_base_dispatch(r.base);
 	for (int i = 0; i < r.n; i++) {
 		if (r.w[i].ev_out)
@@ -486,9 +619,14 @@ int runner_run(const struct runner_cfg *c)
 	drain(&r);
 	for (int k = 0; k < 2; k++)
 		out_console_flush_all(&r.con[k]);
-	code = sup_exit_code(&r.sup);
-	report(&r, code);
+	code = r.plane ? r.job_code : sup_exit_code(&r.sup);
+	/* the last words to the other nodes before our own summary */
+	plane_close(r.plane);
+	r.plane = NULL;
+	if (r.started)
+		report(&r, code);
 out:
+	plane_close(r.plane);
 	for (int i = 0; i < NHANDLED; i++)
 		if (r.sigev[i])
 			event_free(r.sigev[i]);

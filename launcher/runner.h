@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 
 #include "plan.h"
+#include "plane.h"
 #include "topology.h"
 
 struct runner_cfg {
@@ -23,9 +24,12 @@ struct runner_cfg {
 	const char *error_file;          /* or NULL */
 	double grace;
 	const struct rlimit *nofile;     /* the fd limit workers get, or NULL */
+	const struct plane_cfg *plane;   /* several nodes: the job plane; NULL for one */
 };
 
-/* Returns slotrun's exit status (DESIGN.md, "Exit status"). */
+/* Returns slotrun's exit status (DESIGN.md, "Exit status").  With a job
+ * plane nothing starts before every node has joined, and the status is the
+ * job's.  Returns 2 with the reason said when the plane cannot open. */
 int runner_run(const struct runner_cfg *cfg);
 
 #endif

@@ -57,11 +57,62 @@ static const char *fate_text(const struct sum_worker *w)
 	return "?";
 }
 
+static void print_tail_lines(FILE *f, int rank, char **lines, int n)
+{
+	fprintf(f, "slotrun: last %d line%s of rank %d's stderr:\n", n, n == 1 ? "" : "s", rank);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "slotrun: | %s\n", lines[i]);
+}
+
+/* The cause's tail, '\n'-separated, as lines (pointers into copy). */
+static int cause_lines(const struct plane_cause *c, char *copy, size_t len, char **lines, int max)
+{
+	int n = 0;
+	char *save = NULL;
+
+	snprintf(copy, len, "%s", c->tail);
+	for (char *t = strtok_r(copy, "\n", &save); t && n < max; t = strtok_r(NULL, "\n", &save))
+		lines[n++] = t;
+	return n;
+}
+
+static void print_job_cause(FILE *f, const struct plane_cause *c)
+{
+	char line[PLANE_TEXT_MAX + 512], when[32], copy[PLANE_TAIL_MAX], *lines[OUT_TAIL_LINES];
+	struct timespec ts = { c->when_ms / 1000, (c->when_ms % 1000) * 1000000 };
+	int n;
+
+	plane_cause_line(c, line, sizeof(line));
+	switch (c->kind) {
+	case PLANE_CAUSE_RANK:
+		fmt_time(&ts, when, sizeof(when), false);
+		fprintf(f, "slotrun: job failed: %s at %s, %.3f s after its node's start%s%s\n", line, when,
+			(double)c->after_ms / 1000, c->text[0] ? ": " : "", c->text);
+		n = cause_lines(c, copy, sizeof(copy), lines, OUT_TAIL_LINES);
+		if (n > 0)
+			print_tail_lines(f, c->rank, lines, n);
+		else
+			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", c->rank);
+		return;
+	case PLANE_CAUSE_SIGNAL:
+		fprintf(f, "slotrun: job stopped: %s\n", line);
+		return;
+	case PLANE_CAUSE_LOST:
+		fprintf(f, "slotrun: job failed: %s\n", line);
+		return;
+	default:
+		return;
+	}
+}
+
 void summary_print(FILE *f, const struct sum_job *j)
 {
 	char desc[64], when[32], sn[32];
 
-	if (j->root >= 0) {
+	if (j->job) {
+		print_job_cause(f, j->job);
+		fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
+	} else if (j->root >= 0) {
 		const struct sum_worker *r = &j->w[j->root];
 		char **lines;
 		int n;
@@ -78,11 +129,9 @@ void summary_print(FILE *f, const struct sum_job *j)
 		}
 		n = r->tail ? out_tail_lines(r->tail, OUT_TAIL_LINES, &lines) : 0;
 		if (n > 0) {
-			fprintf(f, "slotrun: last %d line%s of rank %d's stderr:\n", n, n == 1 ? "" : "s", r->rank);
-			for (int i = 0; i < n; i++) {
-				fprintf(f, "slotrun: | %s\n", lines[i]);
+			print_tail_lines(f, r->rank, lines, n);
+			for (int i = 0; i < n; i++)
 				free(lines[i]);
-			}
 		} else if (r->tail && r->pid > 0) {
 			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", r->rank);
 		}
@@ -92,12 +141,12 @@ void summary_print(FILE *f, const struct sum_job *j)
 		fprintf(f, "slotrun: stopped by %s; workers were given the signal\n",
 			sig_name(j->stop_signal, sn, sizeof(sn)));
 	}
-	if (j->nworkers > (j->root >= 0 ? 1 : 0))
+	if (!j->job && j->nworkers > (j->root >= 0 ? 1 : 0))
 		fprintf(f, "slotrun: %s:\n", j->root >= 0 ? "other ranks" : "ranks");
 	for (int i = 0; i < j->nworkers; i++) {
 		const struct sum_worker *w = &j->w[i];
 
-		if (i == j->root)
+		if (i == j->root && !j->job)
 			continue;
 		if (w->pid <= 0) {
 			fprintf(f, "slotrun:   rank %d (local rank %d): not started%s%s\n", w->rank,
@@ -149,13 +198,55 @@ static json_t *worker_json(const struct sum_worker *w)
 	return o;
 }
 
+static json_t *job_cause_json(const struct plane_cause *c)
+{
+	static const char *const kinds[] = { "none", "rank", "signal", "lost" };
+	char when[40], sn[32], copy[PLANE_TAIL_MAX], *lines[OUT_TAIL_LINES];
+	struct timespec ts = { c->when_ms / 1000, (c->when_ms % 1000) * 1000000 };
+	json_t *o, *tail;
+	int sig, n;
+
+	if (c->kind == PLANE_CAUSE_NONE)
+		return json_null();
+	o = json_pack("{s:s, s:i, s:s}", "kind", kinds[c->kind], "node_rank", c->node, "host", c->host);
+	if (!o)
+		return json_null();
+	switch (c->kind) {
+	case PLANE_CAUSE_RANK:
+		sig = status_code_signal(c->code);
+		fmt_time(&ts, when, sizeof(when), true);
+		json_object_set_new(o, "rank", json_integer(c->rank));
+		json_object_set_new(o, "exit_code", json_integer(c->code));
+		json_object_set_new(o, "signal", sig ? json_string(sig_name(sig, sn, sizeof(sn))) : json_null());
+		json_object_set_new(o, "time", json_string(when));
+		json_object_set_new(o, "seconds_after_start", json_real((double)c->after_ms / 1000));
+		if (c->text[0])
+			json_object_set_new(o, "note", line_json(c->text));
+		tail = json_array();
+		n = cause_lines(c, copy, sizeof(copy), lines, OUT_TAIL_LINES);
+		for (int i = 0; i < n; i++)
+			json_array_append_new(tail, line_json(lines[i]));
+		json_object_set_new(o, "stderr_tail", tail);
+		break;
+	case PLANE_CAUSE_SIGNAL:
+		json_object_set_new(o, "signal", json_string(sig_name(c->code, sn, sizeof(sn))));
+		break;
+	default:
+		json_object_set_new(o, "reason", line_json(c->text));
+		break;
+	}
+	return o;
+}
+
 int summary_write_json(const char *path, const struct sum_job *j)
 {
 	json_t *root = json_object(), *ranks = json_array();
 	char sn[32];
 	int r = 0;
 
-	if (j->root >= 0) {
+	if (j->job) {
+		json_object_set_new(root, "root_cause", job_cause_json(j->job));
+	} else if (j->root >= 0) {
 		const struct sum_worker *w = &j->w[j->root];
 		json_t *rc = worker_json(w), *tail = json_array();
 		char **lines;
@@ -173,8 +264,11 @@ int summary_write_json(const char *path, const struct sum_job *j)
 	} else {
 		json_object_set_new(root, "root_cause", json_null());
 	}
-	json_object_set_new(root, "stop_signal",
-			    j->stop_signal ? json_string(sig_name(j->stop_signal, sn, sizeof(sn))) : json_null());
+	if (j->job && j->job->kind == PLANE_CAUSE_SIGNAL)
+		json_object_set_new(root, "stop_signal", json_string(sig_name(j->job->code, sn, sizeof(sn))));
+	else
+		json_object_set_new(root, "stop_signal", !j->job && j->stop_signal ?
+				    json_string(sig_name(j->stop_signal, sn, sizeof(sn))) : json_null());
 	json_object_set_new(root, "node_rank", json_integer(j->node_rank));
 	json_object_set_new(root, "exit_status", json_integer(j->exit_code));
 	for (int i = 0; i < j->nworkers; i++)

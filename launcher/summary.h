@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "output.h"
+#include "plane_proto.h"
 #include "supervisor.h"
 
 struct sum_worker {
@@ -29,6 +30,9 @@ struct sum_job {
 	int root;                  /* index of the root cause, or -1 */
 	int stop_signal;           /* signal that stopped slotrun, or 0 */
 	int exit_code;
+	/* Several nodes: the job's root cause as the chief decided it,
+	 * wherever it was; root and stop_signal are then not shown. */
+	const struct plane_cause *job;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */

@@ -273,7 +273,35 @@ ParameterizedTest(struct mismatch *m, plane_coord, a_disagreement_aborts_naming_
 	cr_assert(!a.start);
 	cr_assert_eq(a.code, 2);
 	cr_assert_str_eq(a.text, m->want);
-	cr_assert_eq(co.phase, PLANE_ENDED);
+	cr_assert_eq(co.phase, PLANE_ABORTING);
+	cr_assert(!a.exit, "node 1 has not heard it yet");
+}
+
+Test(plane_coord, after_an_abort_the_chief_stays_until_every_node_was_told)
+{
+	struct plane_acts a;
+
+	cr_assert(!join(1, 2).abort);
+	a = join(2, 3);
+	cr_assert(a.abort && a.first);
+	cr_assert(a.exit, "nodes 1 and 2 have both heard it");
+
+	plane_coord_free(&co);
+	coord_setup();
+	a = join(2, 3);
+	cr_assert(a.abort && a.first && !a.exit);
+	a = join(1, 2);
+	cr_assert(a.abort, "a node that comes later hears the same");
+	cr_assert(!a.first, "said once");
+	cr_assert_str_eq(a.text, "node 2 (10.213.0.3) says 3 slots, node 0 was told 2");
+	cr_assert(a.exit);
+
+	plane_coord_free(&co);
+	coord_setup();
+	join(2, 3);
+	a = plane_coord_join_timeout(&co);
+	cr_assert(a.exit, "those that never come are not waited for past the timeout");
+	cr_assert_eq(a.code, 2);
 }
 
 Test(plane_coord, a_node_rank_given_twice_aborts)
@@ -292,6 +320,7 @@ Test(plane_coord, the_join_timeout_names_every_missing_node)
 	struct plane_acts a = plane_coord_join_timeout(&co);
 
 	cr_assert(a.abort);
+	cr_assert(a.exit);
 	cr_assert_eq(a.code, 2);
 	cr_assert_str_eq(a.text, "node 1 (10.213.0.2), node 2 (10.213.0.3) did not join within 300 s");
 	plane_coord_free(&co);
@@ -411,6 +440,7 @@ Test(plane_coord, a_stop_before_the_start_aborts_with_128_plus_n)
 	cr_assert(!plane_coord_signal(&co, 1, SIGUSR1, false).abort, "nothing to tell yet");
 	a = plane_coord_signal(&co, 1, SIGTERM, true);
 	cr_assert(a.abort);
+	cr_assert(a.exit, "told to stop: node 2 is not waited for");
 	cr_assert_eq(a.code, 143);
 	cr_assert_str_eq(a.text, "job stopped before it started: SIGTERM to node 1 (10.213.0.2)");
 }
