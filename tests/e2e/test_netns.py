@@ -196,8 +196,8 @@ def sigkilled_creators_namespaces_go_with_the_next_cluster():
     try:
         p.signal(signal.SIGKILL)
         assert p.finish(30) == -signal.SIGKILL
-        # nothing can clean up after SIGKILL: the next Cluster does
-        assert all(exists(n) for n in info["namespaces"]) and pid_alive(info["sleep"]), info
+        # nothing can clean up after SIGKILL: the next Cluster does (this
+        # one, or one of a test running beside us)
         with Cluster(1, "next") as cl:
             cleaned(info)
             assert exists(cl.ns(0))
