@@ -55,10 +55,11 @@ def pid_alive(pid):
 
 
 class Proc:
-    """A child with its stdout/stderr read through our own pipes."""
+    """A child with its stdout/stderr read through our own pipes.  env is
+    added to ours, or with inherit_env=False it is the whole environment."""
 
-    def __init__(self, argv, env=None, **kw):
-        e = dict(os.environ)
+    def __init__(self, argv, env=None, inherit_env=True, **kw):
+        e = dict(os.environ) if inherit_env else {}
         if env:
             e.update(env)
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -9,6 +9,7 @@ import tempfile
 import time
 
 from harness import Proc, Skip, binary, case, pid_alive, run, run_cmd, wait_for
+from netns import Cluster
 
 SR = binary("slotrun")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -435,60 +436,28 @@ def env_variables_behind_flags():
     assert code == 0 and json.loads(out)["rank"] == 0
 
 
-class NetNS:
-    """Two network namespaces joined by a veth pair: two "nodes" on one
-    machine.  Needs root and iproute2."""
-
-    def __init__(self, tag):
-        if os.geteuid() != 0 or not shutil.which("ip"):
-            raise Skip("needs root and iproute2 for network namespaces")
-        self.names = [f"sr{tag}{os.getpid() % 10000}a", f"sr{tag}{os.getpid() % 10000}b"]
-        self.addrs = ["10.231.7.1", "10.231.7.2"]
-        self.ifs = ["veth0", "veth1"]
-        cmds = [["ip", "netns", "add", self.names[0]], ["ip", "netns", "add", self.names[1]],
-                ["ip", "link", "add", "tmpva", "type", "veth", "peer", "name", "tmpvb"],
-                ["ip", "link", "set", "tmpva", "netns", self.names[0], "name", "veth0"],
-                ["ip", "link", "set", "tmpvb", "netns", self.names[1], "name", "veth1"]]
-        for i in range(2):
-            ns = ["ip", "netns", "exec", self.names[i]]
-            cmds += [ns + ["ip", "addr", "add", self.addrs[i] + "/24", "dev", self.ifs[i]],
-                     ns + ["ip", "link", "set", self.ifs[i], "up"],
-                     ns + ["ip", "link", "set", "lo", "up"]]
-        for c in cmds:
-            r = subprocess.run(c, capture_output=True)
-            if r.returncode != 0:
-                self.close()
-                raise Skip(f"cannot set up network namespaces: {' '.join(c)}: {r.stderr.decode().strip()}")
-
-    def prefix(self, i):
-        return ["ip", "netns", "exec", self.names[i]]
-
-    def close(self):
-        for n in self.names:
-            subprocess.run(["ip", "netns", "del", n], capture_output=True)
-
-
 @case
 def two_nodes_in_network_namespaces():
-    net = NetNS("n")
-    try:
+    with Cluster(2, "two") as net:
         procs = []
         for i in range(2):
             cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
                                    "--slots", "2", "--", "sh", "-c",
                                    "echo $RANK/$WORLD_SIZE $MASTER_ADDR $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"]
-            procs.append(Proc(cmd, env=env_for()))
-        outs = []
-        for p in procs:
-            assert p.finish(30) == 0, p.err
-            outs.append(p.out)
+            procs.append(Proc(cmd, env=env_for(), inherit_env=False))
+        try:
+            outs = []
+            for p in procs:
+                assert p.finish(30) == 0, p.err
+                outs.append(p.out)
+        finally:
+            for p in procs:
+                p.kill()
         for i in range(2):
             for local in range(2):
                 rank = 2 * i + local
-                want = f"[rank={rank}] {rank}/4 {net.addrs[0]} {net.ifs[i]} {net.ifs[i]}".encode()
+                want = f"[rank={rank}] {rank}/4 {net.addr(0)} {net.iface(i)} {net.iface(i)}".encode()
                 assert want in outs[i], (want, outs[i])
-    finally:
-        net.close()
 
 
 @case
@@ -496,26 +465,28 @@ def nccl_worker_all_reduce_across_two_nodes():
     nw = os.environ.get("NCCL_WORKER_BIN")
     if not nw:
         raise Skip("NCCL_WORKER_BIN not set")
-    net = NetNS("r")
-    try:
+    with Cluster(2, "ring") as net:
         procs = []
         for i in range(2):
             cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
                                    "--slots", "2", "--master-port", "29517", "--",
                                    nw, "--backend", "cpu", "-b", "4", "-e", "1M", "-f", "16", "-d", "all", "-o", "sum"]
-            procs.append(Proc(cmd, env=env_for({"SLOTRUN_JOB_SECRET": "two-node-test", "SLOTRUN_TIMEOUT": "60"})))
-        codes = [p.finish(120) for p in procs]
+            procs.append(Proc(cmd, env=env_for({"SLOTRUN_JOB_SECRET": "two-node-test", "SLOTRUN_TIMEOUT": "60"}),
+                              inherit_env=False))
+        try:
+            codes = [p.finish(120) for p in procs]
+        finally:
+            for p in procs:
+                p.kill()
         assert codes == [0, 0], (codes, procs[0].err[-1500:], procs[1].err[-1500:])
         out = procs[0].out.decode()
         assert "# ranks 4," in out, out[:2000]
         # (one host name: network namespaces share it) each node's ranks
-        # register their own veth address, so the ring crosses the link
-        assert out.count(f"data plane {net.addrs[0]}:") == 2, out[:2000]
-        assert out.count(f"data plane {net.addrs[1]}:") == 2, out[:2000]
+        # register their own bridge address, so the ring crosses the bridge
+        assert out.count(f"data plane {net.addr(0)}:") == 2, out[:2000]
+        assert out.count(f"data plane {net.addr(1)}:") == 2, out[:2000]
         rows = [l for l in out.splitlines() if l.startswith("[rank=0] ") and not l.startswith("[rank=0] #")]
         assert len(rows) >= 6 and all(l.split()[-1] == "0" for l in rows), rows
-    finally:
-        net.close()
 
 
 def pids_with_env(name, value, exe_part):
@@ -558,15 +529,16 @@ def a_killed_rank_is_the_root_cause_not_its_peers_errors():
 
 @case
 def interface_that_cannot_reach_the_chief_is_an_error():
-    net = NetNS("u")
-    try:
-        # 10.99.0.1 is routable from neither namespace
-        p = Proc(net.prefix(0) + [SR, "--nnodes", "2", "--node-rank", "1", "--addrs", "10.99.0.1,10.231.7.1",
-                                  "--", "true"], env=env_for())
-        assert p.finish(20) == 2, p.err
-        assert b"10.99.0.1" in p.err and b"--iface" in p.err, p.err
-    finally:
-        net.close()
+    with Cluster(2, "unrch") as net:
+        # the chief named by its side address: node 1 has no route to it
+        chief = net.side_addr(0)
+        p = Proc(net.prefix(1) + [SR, "--nnodes", "2", "--node-rank", "1", "--addrs", f"{chief},{net.addr(1)}",
+                                  "--", "true"], env=env_for(), inherit_env=False)
+        try:
+            assert p.finish(20) == 2, p.err
+        finally:
+            p.kill()
+        assert chief.encode() in p.err and b"--iface" in p.err, p.err
 
 
 @case

@@ -1,0 +1,705 @@
+"""The job plane across three nodes (DESIGN.md, "job plane"): one slotrun
+per node, each in a network namespace of netns.Cluster, node i with ranks
+2i and 2i+1.  The slotruns join the chief, agree, and from then on share
+one fate: a failure, a stop, a preemption signal or a lost node anywhere
+ends or reaches the job on every node with one status.
+
+Every wait has a deadline and every slotrun is killed on the way out, so a
+slotrun without the job plane fails these quickly (it refuses the options)
+instead of hanging them.  Timeouts are short (--join-timeout 5,
+--heartbeat-timeout 2, --grace 1) where a case is not about them; the
+bounds on how fast a node reacts are generous: timings are benchmarks."""
+import contextlib
+import os
+import select
+import shutil
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import tempfile
+import time
+
+from harness import Proc, Skip, binary, case, run
+from netns import Cluster
+
+SR = binary("slotrun")
+HERE = os.path.dirname(os.path.abspath(__file__))
+DDP_CHECK = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_check.py")
+SYSTEM_PY = "/usr/bin/python3"
+
+SECRET = "job-plane-e2e-secret"
+HEARTBEAT = 2
+GRACE = 1
+FAST = ["--join-timeout", "5", "--heartbeat-timeout", str(HEARTBEAT), "--grace", str(GRACE)]
+CONTROL_PORT = 29401            # the default: MASTER_PORT (29400) + 1
+LOST_WITHIN = HEARTBEAT + GRACE + 8
+START_WITHIN = 30               # joins, agreement, six workers on two cores
+
+MAGIC = b"slotrun-plane/1\0"
+CHAL, JOIN = 1, 2
+
+SCRUB_PREFIXES = ("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_", "PET_")
+SCRUB = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
+         "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
+
+
+def env_for(extra=None, secret=SECRET):
+    """Our environment without a scheduler's or slotrun's variables."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES) and k not in SCRUB}
+    e["SLOTRUN_DET_INFO_DIR"] = "/nonexistent"
+    if secret is not None:
+        e["SLOTRUN_JOB_SECRET"] = secret
+    e.update(extra or {})
+    return e
+
+
+def node_of(rank):
+    return rank // 2
+
+
+def said(out, rank, text):
+    return b"[rank=%d] %s\n" % (rank, text.encode()) in out
+
+
+class WaitTimeout(AssertionError):
+    pass
+
+
+class Job:
+    """The slotruns of one job, node index -> Proc, all read together."""
+
+    def __init__(self, cl, d):
+        self.cl = cl
+        self.dir = d
+        self.procs = {}
+        self.every = []         # also the ones replaced (a node started again)
+        self.exit_at = {}       # Proc -> time.monotonic() when we saw it gone
+
+    def start(self, i, cmd, *, node_rank=None, nnodes=3, slots=2, opts=FAST, extra=(), env=None):
+        argv = self.cl.prefix(i) + [SR, "--nnodes", str(nnodes),
+                                    "--node-rank", str(i if node_rank is None else node_rank),
+                                    "--addrs", ",".join(self.cl.addrs), "--slots", str(slots),
+                                    *opts, *extra, "--", *cmd]
+        e = env_for({"JP_DIR": self.dir}) if env is None else dict(env, JP_DIR=self.dir)
+        p = Proc(argv, env=e, inherit_env=False)
+        p.node = i
+        self.procs[i] = p
+        self.every.append(p)
+        return p
+
+    def start_all(self, cmd, nodes=range(3), **kw):
+        for i in nodes:
+            self.start(i, cmd, **kw)
+
+    def out(self, i):
+        return self.procs[i].out
+
+    def err(self, i):
+        return self.procs[i].err
+
+    def running(self, i):
+        self._note_exits()
+        return self.procs[i].p.returncode is None
+
+    def _note_exits(self):
+        for p in self.every:
+            if p.p.poll() is not None and p not in self.exit_at:
+                self.exit_at[p] = time.monotonic()
+
+    def describe(self):
+        lines = []
+        for p in self.every:
+            rc = p.p.returncode
+            state = "running" if rc is None else f"exit {rc}"
+            lines.append(f"node {p.node} (slotrun pid {p.pid}): {state}\n"
+                         f"  stderr: {p.err[-1500:]!r}\n  stdout: {p.out[-800:]!r}")
+        return "\n".join(lines)
+
+    def _pump(self, timeout):
+        """Reads what any slotrun wrote and notes which have exited;
+        returns False when nothing is left to wait for."""
+        self._note_exits()
+        pipes = {}
+        for p in self.every:
+            for f in (p.p.stdout, p.p.stderr):
+                if not f.closed:
+                    pipes[f.fileno()] = (p, f)
+        if not pipes and all(p in self.exit_at for p in self.every):
+            return False
+        # the cap is the polling interval of a deadline wait (exits and
+        # files are no pipe events), not synchronization
+        if pipes:
+            r, _, _ = select.select(list(pipes), [], [], min(timeout, 0.05))
+        else:
+            r = []
+            time.sleep(min(timeout, 0.05))
+        for fd in r:
+            p, f = pipes[fd]
+            p.take(f)
+        return True
+
+    def wait(self, pred, timeout, what, must_run=None):
+        """Until pred() is true; fails at the deadline, or at once when a
+        slotrun in must_run (default: every running one) exits first."""
+        self._note_exits()
+        must = [self.procs[i] for i in (self.procs if must_run is None else must_run)]
+        must = [p for p in must if p.p.returncode is None]
+        deadline = time.monotonic() + timeout
+        while True:
+            v = pred()
+            if v:
+                return v
+            gone = [p.node for p in must if p.p.poll() is not None]
+            if gone:
+                self._drain([p for p in must if p.p.returncode is not None], 1)
+                raise AssertionError(f"slotrun on node(s) {gone} exited while waiting for {what}:\n"
+                                     + self.describe())
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WaitTimeout(f"timed out after {timeout}s waiting for {what}:\n" + self.describe())
+            if not self._pump(left):
+                raise AssertionError(f"every slotrun has exited, waiting for {what}:\n" + self.describe())
+
+    def wait_ready(self, ranks=range(6), text="ready", timeout=START_WITHIN, must_run=None):
+        self.wait(lambda: all(said(self.out(node_of(r)), r, text) for r in ranks), timeout,
+                  f"{text!r} from ranks {list(ranks)}", must_run)
+
+    def finish(self, nodes=None, timeout=30):
+        """Waits for these slotruns to exit (and their output to end);
+        returns their exit codes in order."""
+        ps = [self.procs[i] for i in (self.procs if nodes is None else nodes)]
+        self.wait(lambda: all(p.p.poll() is not None for p in ps), timeout,
+                  f"the slotruns of nodes {[p.node for p in ps]} to exit", must_run=())
+        for p in ps:
+            self.exit_at.setdefault(p, time.monotonic())
+        self._drain(ps, 2)
+        return [p.p.returncode for p in ps]
+
+    def _drain(self, ps, seconds):
+        """Reads what exited slotruns wrote last; a pipe still open after
+        the exit means a process of the job holds it (assert_nothing_left
+        says which)."""
+        end = time.monotonic() + seconds
+        while any(not f.closed for p in ps for f in (p.p.stdout, p.p.stderr)) and time.monotonic() < end:
+            self._pump(end - time.monotonic())
+
+    def expect_exit(self, codes, nodes=None, timeout=30):
+        got = self.finish(nodes, timeout)
+        assert got == codes, f"exit codes {got}, expected {codes}\n" + self.describe()
+
+    def exited_within(self, nodes, since, bound):
+        late = {i: round(self.exit_at[self.procs[i]] - since, 2) for i in nodes
+                if self.exit_at[self.procs[i]] - since > bound}
+        assert not late, f"slotruns exited later than {bound}s after the event: {late}\n" + self.describe()
+
+    def stays_running(self, nodes, seconds):
+        """True when none of these exits within `seconds` (an exit is what
+        is awaited here; its absence is the assertion)."""
+        try:
+            self.wait(lambda: any(not self.running(i) for i in nodes), seconds, "an exit", must_run=())
+        except WaitTimeout:
+            return True
+        return False
+
+    def assert_err_everywhere(self, text, nodes=range(3)):
+        t = text.encode()
+        missing = [i for i in nodes if t not in self.err(i)]
+        assert not missing, f"{text!r} not on the stderr of node(s) {missing}:\n" + self.describe()
+
+    def assert_nothing_left(self, timeout=5):
+        """No process of the job in any node's namespace (workers die with
+        their slotrun, also a SIGKILLed one: give them `timeout`)."""
+        def left():
+            return {i: self.cl.pids(i) for i in range(self.cl.n) if self.cl.pids(i)}
+        deadline = time.monotonic() + timeout
+        while left():
+            if time.monotonic() > deadline:
+                found = left()
+                cmds = {pid: _cmdline(pid) for pids in found.values() for pid in pids}
+                raise AssertionError(f"processes left in node namespaces {found}: {cmds}\n" + self.describe())
+            self._pump(0.05)
+
+    def kill(self):
+        for p in self.every:
+            try:
+                p.p.send_signal(signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in self.every:
+            try:
+                p.p.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            for f in (p.p.stdout, p.p.stderr):
+                f.close()
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+@contextlib.contextmanager
+def job_plane(nodes=3, tag="jp"):
+    d = tempfile.mkdtemp(prefix="slotrun-jp-")
+    try:
+        with Cluster(nodes, tag) as cl:
+            job = Job(cl, d)
+            try:
+                yield job
+            finally:
+                job.kill()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def fifos(job, ranks):
+    for r in ranks:
+        os.mkfifo(os.path.join(job.dir, f"go.{r}"))
+
+
+def release(job, rank, timeout=10):
+    """Lets a rank blocked in `read x < $JP_DIR/go.RANK` go on.  The FIFO
+    opens for writing only once the rank holds it open for reading."""
+    path = os.path.join(job.dir, f"go.{rank}")
+
+    def go():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno == 6:   # ENXIO: no reader yet
+                return False
+            raise
+        os.write(fd, b"go\n")
+        os.close(fd)
+        return True
+    job.wait(go, timeout, f"rank {rank} to wait on {path}", must_run=())
+
+
+def markers(job):
+    return sorted(n for n in os.listdir(job.dir) if n.startswith("started."))
+
+
+MARK = ["sh", "-c", 'touch "$JP_DIR/started.$RANK"; echo ran']
+IDLE = ["sh", "-c", "echo ready; exec sleep 60"]
+
+
+def assert_all_ran(job):
+    for r in range(6):
+        assert said(job.out(node_of(r)), r, "ran"), f"rank {r} did not run\n" + job.describe()
+
+
+# --- the control connection, for the cases that speak it ------------------
+
+def frame(kind, payload):
+    return struct.pack(">IB", 1 + len(payload), kind) + payload
+
+
+def recv_exact(s, n, deadline):
+    buf = b""
+    while len(buf) < n:
+        s.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = s.recv(n - len(buf))
+        except (TimeoutError, socket.timeout):
+            raise AssertionError(f"timed out after {len(buf)} of {n} bytes") from None
+        if not chunk:
+            raise AssertionError(f"connection closed after {len(buf)} of {n} bytes")
+        buf += chunk
+    return buf
+
+
+def read_frame(s, timeout=10, limit=1 << 16):
+    """(type, payload, raw bytes) of one frame."""
+    deadline = time.monotonic() + timeout
+    head = recv_exact(s, 4, deadline)
+    n = struct.unpack(">I", head)[0]
+    assert 1 <= n <= limit, f"frame length {n}"
+    body = recv_exact(s, n, deadline)
+    return body[0], body[1:], head + body
+
+
+def connect(job, i, addr, port, timeout=START_WITHIN, must_run=None):
+    """A connection from node i to addr:port, retried while refused (the
+    listener may not be up yet)."""
+    box = {}
+
+    def attempt():
+        s = job.cl.socket(i)
+        s.settimeout(2)
+        try:
+            s.connect((addr, port))
+        except (ConnectionRefusedError, TimeoutError, socket.timeout):
+            s.close()
+            return False
+        box["s"] = s
+        return True
+    job.wait(attempt, timeout, f"a connection to {addr}:{port}", must_run=must_run)
+    return box["s"]
+
+
+def closed_by_peer(s, timeout):
+    """True when the peer closes s within timeout (EOF or reset), whatever
+    it sent before; False when it keeps it open."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        s.settimeout(left)
+        try:
+            if not s.recv(4096):
+                return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except (TimeoutError, socket.timeout):
+            return False
+
+
+# --- the cases --------------------------------------------------------------
+
+@case
+def failure_with_idle_ranks_stops_every_node_with_its_status():
+    with job_plane() as job:
+        fifos(job, [5])
+        job.start_all(["sh", "-c", 'echo ready; if [ "$RANK" = 5 ]; then read x < "$JP_DIR/go.5"; exit 4; fi; '
+                       "exec sleep 60"])
+        job.wait_ready()
+        t0 = time.monotonic()
+        release(job, 5)
+        job.expect_exit([4, 4, 4], timeout=30)
+        job.exited_within(range(3), t0, 10)
+        job.assert_err_everywhere("job failed: rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_nothing_left()
+
+
+@case
+def nodes_that_disagree_on_slots_start_nothing():
+    with job_plane() as job:
+        job.start(0, MARK)
+        job.start(1, MARK)
+        job.start(2, MARK, slots=3)
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere("node 2 (10.213.0.3) says 3 slots, node 0 was told 2")
+        assert markers(job) == [], markers(job)
+        job.assert_nothing_left()
+
+
+@case
+def a_node_that_never_comes_is_named_after_the_join_timeout():
+    with job_plane() as job:
+        t0 = time.monotonic()
+        job.start_all(MARK, nodes=[0, 1], opts=["--join-timeout", "3", "--heartbeat-timeout", "2", "--grace", "1"])
+        job.expect_exit([2, 2], timeout=30)
+        early = {i: round(job.exit_at[job.procs[i]] - t0, 2) for i in (0, 1) if job.exit_at[job.procs[i]] - t0 < 3}
+        assert not early, f"gave up before the 3 s join timeout: {early}\n" + job.describe()
+        job.assert_err_everywhere("node 2 (10.213.0.3) did not join within 3 s", nodes=[0, 1])
+        assert markers(job) == [], markers(job)
+        job.assert_nothing_left()
+
+
+@case
+def wrong_secret_is_refused_and_the_job_waits_for_the_right_one():
+    with job_plane() as job:
+        slow = ["--join-timeout", "20", "--heartbeat-timeout", "2", "--grace", "1"]
+        job.start_all(MARK, nodes=[0, 1], opts=slow)
+        job.start(2, MARK, opts=slow, env=env_for(secret="not-" + SECRET))
+        job.expect_exit([2], [2], timeout=30)
+        assert b"refused our job secret" in job.err(2), job.describe()
+        assert job.running(0) and job.running(1), "the bad attempt disturbed the others\n" + job.describe()
+        assert markers(job) == [], markers(job)
+        job.start(2, MARK, opts=slow)
+        job.expect_exit([0, 0, 0], timeout=30)
+        assert_all_ran(job)
+        job.assert_nothing_left()
+
+
+@case
+def a_replayed_join_is_refused_and_the_job_goes_on():
+    port = 29600
+    with job_plane() as job:
+        cl = job.cl
+        opts = ["--join-timeout", "20", "--heartbeat-timeout", "2", "--grace", "1"]
+        fake = cl.socket(0)
+        conn = None
+        try:
+            # a fake chief records what a real node 1 answers to its challenge
+            fake.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            fake.bind((cl.addr(0), port))
+            fake.listen(4)
+            fake.setblocking(False)
+            job.start(1, MARK, opts=opts, extra=["--control-port", str(port)])
+            box = {}
+
+            def accepted():
+                try:
+                    box["c"] = fake.accept()[0]
+                    return True
+                except BlockingIOError:
+                    return False
+            job.wait(accepted, START_WITHIN, "node 1 to connect to the fake chief")
+            conn = box["c"]
+            conn.setblocking(True)
+            nonce = os.urandom(32)
+            conn.sendall(frame(CHAL, MAGIC + nonce))
+            try:
+                kind, _, recorded = read_frame(conn)
+            except (AssertionError, OSError) as e:
+                raise AssertionError(f"no JOIN from node 1: {e}\n" + job.describe()) from None
+            assert kind == JOIN, f"node 1 answered the challenge with a frame of type {kind}, not JOIN"
+            job.procs[1].kill()
+            job.finish([1], timeout=10)
+        finally:
+            if conn:
+                # reset, not closed: no TIME_WAIT on the chief's address for
+                # the real chief to bind over
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
+            fake.close()
+        assert markers(job) == [], markers(job)
+
+        job.start(0, MARK, opts=opts, extra=["--control-port", str(port)])
+        s = connect(job, 1, cl.addr(0), port)
+        try:
+            try:
+                kind, payload, _ = read_frame(s)
+            except (AssertionError, OSError) as e:
+                raise AssertionError(f"no challenge from the chief: {e}\n" + job.describe()) from None
+            assert kind == CHAL and len(payload) == 48 and payload[:16] == MAGIC, (kind, payload)
+            assert payload[16:] != nonce
+            s.sendall(recorded)
+            assert closed_by_peer(s, 5), "the chief kept a replayed JOIN's connection open"
+        finally:
+            s.close()
+        assert job.running(0), job.describe()
+        env = env_for({"SLOTRUN_CONTROL_PORT": str(port)})
+        job.start(1, MARK, opts=opts, env=env)
+        job.start(2, MARK, opts=opts, env=env)
+        job.expect_exit([0, 0, 0], timeout=30)
+        assert_all_ran(job)
+        job.assert_nothing_left()
+
+
+@case
+def garbage_on_the_control_port_does_not_disturb_the_job():
+    with job_plane() as job:
+        cl = job.cl
+        opts = ["--join-timeout", "20", "--heartbeat-timeout", "2", "--grace", "1"]
+        job.start(0, MARK, opts=opts)
+        held = []
+        try:
+            held.append(connect(job, 1, cl.addr(0), CONTROL_PORT))
+            held[-1].sendall(b"GET / HTTP/1.1\r\n\r\n")
+            held.append(connect(job, 1, cl.addr(0), CONTROL_PORT))
+            held[-1].sendall(os.urandom(1000))
+            held.append(connect(job, 2, cl.addr(0), CONTROL_PORT))
+            held[-1].sendall(struct.pack(">IB", 1 << 31, JOIN) + b"\0" * 64)
+            connect(job, 2, cl.addr(0), CONTROL_PORT).close()
+            for k in range(40):
+                held.append(connect(job, 1 + k % 2, cl.addr(0), CONTROL_PORT, timeout=10))
+            assert job.running(0), job.describe()
+            job.start(1, MARK, opts=opts)
+            job.start(2, MARK, opts=opts)
+            job.expect_exit([0, 0, 0], timeout=40)
+        finally:
+            for s in held:
+                s.close()
+        assert_all_ran(job)
+        job.assert_nothing_left()
+
+
+@contextlib.contextmanager
+def a_node_lost(victim, sig):
+    """Ranks idle on every node; `sig` goes to node `victim`'s slotrun; the
+    other two name it lost and exit 1.  Yields the job to the case, which
+    checks the victim."""
+    with job_plane() as job:
+        job.start_all(IDLE)
+        job.wait_ready()
+        t0 = time.monotonic()
+        job.procs[victim].signal(sig)
+        others = [i for i in range(3) if i != victim]
+        job.expect_exit([1, 1], others, timeout=30)
+        job.exited_within(others, t0, LOST_WITHIN)
+        job.assert_err_everywhere(f"node {victim} ({job.cl.addr(victim)}) lost", nodes=others)
+        yield job
+
+
+@case
+def sigkill_of_a_node_is_seen_by_the_others():
+    with a_node_lost(1, signal.SIGKILL) as job:
+        job.expect_exit([-signal.SIGKILL], [1], timeout=10)
+        job.assert_nothing_left()   # node 1's workers died with their slotrun
+
+
+@case
+def sigkill_of_the_chief_is_seen_by_the_others():
+    with a_node_lost(0, signal.SIGKILL) as job:
+        job.expect_exit([-signal.SIGKILL], [0], timeout=10)
+        job.assert_nothing_left()
+
+
+@case
+def a_cut_cable_is_a_lost_node_on_both_sides():
+    with job_plane() as job:
+        job.start_all(IDLE)
+        job.wait_ready()
+        t0 = time.monotonic()
+        job.cl.cut(2)
+        job.expect_exit([1, 1, 1], timeout=30)
+        job.exited_within(range(3), t0, LOST_WITHIN)
+        job.assert_err_everywhere("node 2 (10.213.0.3) lost", nodes=[0, 1])
+        job.assert_err_everywhere("node 0 (10.213.0.1) lost", nodes=[2])
+        job.assert_nothing_left()
+
+
+@case
+def a_stopped_node_is_lost_and_gives_up_when_continued():
+    with a_node_lost(1, signal.SIGSTOP) as job:
+        t1 = time.monotonic()
+        job.procs[1].signal(signal.SIGCONT)
+        code, = job.finish([1], timeout=20)
+        assert code != 0, job.describe()
+        job.exited_within([1], t1, 10)
+        job.assert_nothing_left()
+
+
+@case
+def sigterm_to_one_node_stops_every_node():
+    with job_plane() as job:
+        job.start_all(["sh", "-c", "trap 'echo got TERM; exit 143' TERM; echo ready; sleep 60 & wait $!; "
+                       "echo 'no TERM'; exit 1"])
+        job.wait_ready()
+        job.procs[1].signal(signal.SIGTERM)
+        job.expect_exit([143, 143, 143], timeout=30)
+        for r in range(6):
+            assert said(job.out(node_of(r)), r, "got TERM"), f"rank {r}\n" + job.describe()
+        job.assert_err_everywhere("job stopped: SIGTERM to node 1 (10.213.0.2)")
+        job.assert_nothing_left()
+
+
+@case
+def sigusr1_to_one_node_reaches_every_rank_and_the_job_goes_on():
+    # the first USR1 is a preemption notice: the ranks say so and go on;
+    # the second (to the chief this time) makes them finish
+    with job_plane() as job:
+        job.start_all(["sh", "-c", "n=0; trap 'n=$((n+1)); echo \"got USR1 #$n\"; [ $n -lt 2 ] || exit 0' USR1; "
+                       "echo ready; for i in 1 2 3; do sleep 60 & wait $!; done; echo 'no USR1'; exit 1"])
+        job.wait_ready()
+        job.procs[1].signal(signal.SIGUSR1)
+        job.wait_ready(text="got USR1 #1", timeout=20)
+        assert all(job.running(i) for i in range(3)), job.describe()
+        job.procs[0].signal(signal.SIGUSR1)
+        job.expect_exit([0, 0, 0], timeout=30)
+        for r in range(6):
+            assert said(job.out(node_of(r)), r, "got USR1 #2"), f"rank {r}\n" + job.describe()
+        job.assert_nothing_left()
+
+
+@case
+def nodes_done_early_wait_for_the_job():
+    with job_plane() as job:
+        fifos(job, [4, 5])
+        job.start_all(["sh", "-c", 'if [ "$RANK" -ge 4 ]; then echo ready; read x < "$JP_DIR/go.$RANK"; fi; '
+                       "echo done"])
+        job.wait_ready(ranks=[0, 1, 2, 3], text="done")
+        job.wait_ready(ranks=[4, 5])
+        for i in (0, 1):   # its ranks have exited, its slotrun has not
+            job.wait(lambda: job.cl.pids(i) == [job.procs[i].pid], 10, f"node {i}'s ranks to exit")
+        assert job.stays_running([0, 1], 2), "a node whose ranks were done left the job\n" + job.describe()
+        release(job, 4)
+        release(job, 5)
+        job.expect_exit([0, 0, 0], timeout=30)
+        for r in range(6):
+            assert said(job.out(node_of(r)), r, "done"), job.describe()
+        job.assert_nothing_left()
+
+
+@case
+def duplicate_node_rank_is_refused():
+    with job_plane() as job:
+        job.start(0, MARK)
+        job.start(1, MARK)
+        job.start(2, MARK, node_rank=1)
+        job.expect_exit([2, 2, 2], timeout=30)
+        assert b"node 1" in job.err(0) and b"twice" in job.err(0), job.describe()
+        assert markers(job) == [], markers(job)
+        job.assert_nothing_left()
+
+
+@case
+def without_a_secret_every_node_says_so_once():
+    with job_plane() as job:
+        job.start_all(MARK, env=env_for(secret=None))
+        job.expect_exit([0, 0, 0], timeout=30)
+        for i in range(3):
+            n = sum(b"is therefore not secret" in l for l in job.err(i).split(b"\n"))
+            assert n == 1, f"node {i} said it {n} times\n" + job.describe()
+        assert_all_ran(job)
+    with job_plane(tag="file") as job:
+        # the first line is the secret: the rest may differ between nodes
+        files = []
+        for i in range(3):
+            files.append(os.path.join(job.dir, f"secret.{i}"))
+            with open(files[i], "w") as f:
+                f.write(f"{SECRET}-from-a-file\nnode {i}'s own comment\n")
+            os.chmod(files[i], stat.S_IRUSR)
+        job.start(0, MARK, env=env_for(secret=None), extra=["--secret-file", files[0]])
+        job.start(1, MARK, env=env_for(secret=None), extra=["--secret-file", files[1]])
+        job.start(2, MARK, env=env_for({"SLOTRUN_SECRET_FILE": files[2]}, secret=None))
+        job.expect_exit([0, 0, 0], timeout=30)
+        for i in range(3):
+            assert b"is therefore not secret" not in job.err(i), job.describe()
+        assert_all_ran(job)
+
+
+@case
+def nccl_worker_all_reduce_across_three_nodes():
+    nw = os.environ.get("NCCL_WORKER_BIN")
+    if not nw:
+        raise Skip("NCCL_WORKER_BIN not set")
+    with job_plane() as job:
+        job.start_all([nw, "--backend", "cpu", "-b", "4", "-e", "1M", "-f", "16", "-d", "all", "-o", "sum"],
+                      extra=["--master-port", "29517"], env=env_for({"SLOTRUN_TIMEOUT": "60"}))
+        job.expect_exit([0, 0, 0], timeout=120)
+        out = job.out(0).decode(errors="replace")
+        assert "# ranks 6," in out, out[:3000]
+        for a in job.cl.addrs:   # each node's ranks on its own bridge address
+            assert out.count(f"data plane {a}:") == 2, out[:3000]
+        rows = [l for l in out.splitlines() if l.startswith("[rank=0] ") and not l.startswith("[rank=0] #")]
+        assert len(rows) >= 6 and all(l.split()[-1] == "0" for l in rows), rows
+        job.assert_nothing_left()
+
+
+def torch_missing():
+    """Why SYSTEM_PY cannot run ddp_check.py, or None."""
+    if not os.path.exists(SYSTEM_PY):
+        return f"no {SYSTEM_PY}"
+    r = subprocess.run([SYSTEM_PY, "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
+                       capture_output=True, timeout=120)
+    if r.returncode != 0:
+        last = (r.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+        return f"{SYSTEM_PY} has no PyTorch with gloo (Debian: python3-torch): {last}"
+    return None
+
+
+@case
+def pytorch_ddp_across_three_nodes():
+    why = torch_missing()
+    if why:
+        raise Skip(why)
+    with job_plane() as job:
+        job.start_all([SYSTEM_PY, DDP_CHECK], env=env_for({"SLOTRUN_TIMEOUT": "120"}))
+        job.expect_exit([0, 0, 0], timeout=240)
+        for r in range(6):
+            out = job.out(node_of(r))
+            assert b"[rank=%d] params identical" % r in out, job.describe()
+        job.assert_nothing_left()
+
+
+run()
