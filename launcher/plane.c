@@ -800,7 +800,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			lost(c, why);
 			continue;
 		}
-		if (now - c->last_tx >= p->interval * 0.9)
+		if (now - c->last_tx >= p->interval * 0.95)
 			conn_send(c, &(struct plane_msg){ .type = PLANE_PING });
 	}
 }
@@ -828,7 +828,7 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	frac = modf(p->interval, &whole);
+	frac = modf(p->interval / 2, &whole);
 	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
 	event_add(p->ev_tick, &tv);
 	if (p->chief) {
