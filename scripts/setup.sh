@@ -6,9 +6,14 @@ set -euo pipefail
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
 	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
 
+# The tests also run a PyTorch DDP job across namespace nodes (Debian's
+# CPU PyTorch, for /usr/bin/python3).
+SLOTRUN_TEST_PACKAGES=(python3-torch)
+
+# slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
 	local missing=() p
-	for p in "${SLOTRUN_PACKAGES[@]}"; do
+	for p in "${SLOTRUN_PACKAGES[@]}" "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 	done
 	[ ${#missing[@]} -eq 0 ] && return 0
