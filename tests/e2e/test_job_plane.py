@@ -10,6 +10,7 @@ instead of hanging them.  Timeouts are short (--join-timeout 5,
 --heartbeat-timeout 2, --grace 1) where a case is not about them; the
 bounds on how fast a node reacts are generous: timings are benchmarks."""
 import contextlib
+import json
 import os
 import select
 import shutil
@@ -367,15 +368,27 @@ def closed_by_peer(s, timeout):
 def failure_with_idle_ranks_stops_every_node_with_its_status():
     with job_plane() as job:
         fifos(job, [5])
-        job.start_all(["sh", "-c", 'echo ready; if [ "$RANK" = 5 ]; then read x < "$JP_DIR/go.5"; exit 4; fi; '
-                       "exec sleep 60"])
+        for i in range(3):
+            job.start(i, ["sh", "-c", 'echo ready; if [ "$RANK" = 5 ]; then echo "bad batch" >&2; '
+                          'read x < "$JP_DIR/go.5"; exit 4; fi; exec sleep 60'],
+                      extra=["--error-file", os.path.join(job.dir, f"error.{i}.json")])
         job.wait_ready()
         t0 = time.monotonic()
         release(job, 5)
         job.expect_exit([4, 4, 4], timeout=30)
         job.exited_within(range(3), t0, 10)
         job.assert_err_everywhere("job failed: rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_err_everywhere("slotrun: | [rank=5] bad batch")
         job.assert_nothing_left()
+        for i in range(3):
+            with open(os.path.join(job.dir, f"error.{i}.json")) as f:
+                e = json.load(f)
+            assert e["exit_status"] == 4 and e["node_rank"] == i, e
+            rc = e["root_cause"]
+            assert (rc["kind"], rc["node_rank"], rc["host"], rc["rank"], rc["exit_code"]) == \
+                ("rank", 2, "10.213.0.3", 5, 4), rc
+            assert rc["stderr_tail"] == ["[rank=5] bad batch"], rc
+            assert [r["rank"] for r in e["ranks"]] == [2 * i, 2 * i + 1], e["ranks"]
 
 
 @case
