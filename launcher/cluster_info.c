@@ -1366,64 +1366,10 @@ static const char *process_getenv(void *ctx, const char *name)
 	return getenv(name);
 }
 
-/* Reads a whole regular file, at most CI_MAX_FILE_SIZE bytes.  O_NONBLOCK
- * so that a FIFO put where a file belongs cannot hang the launch; the fstat
- * check then refuses it. */
 static char *process_read_file(void *ctx, const char *path)
 {
-	size_t len = 0, cap = 4096;
-	struct stat st;
-	char *buf = NULL, *nb;
-	int fd, e;
-
 	(void)ctx;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0)
-		goto failed;
-	if (!S_ISREG(st.st_mode)) {
-		errno = EINVAL;
-		goto failed;
-	}
-	if (st.st_size > CI_MAX_FILE_SIZE) {
-		errno = EFBIG;
-		goto failed;
-	}
-	for (;;) {
-		ssize_t n;
-
-		if (len + 1 >= cap || !buf) {
-			if (buf)
-				cap *= 2;
-			nb = realloc(buf, cap);
-			if (!nb)
-				goto failed;
-			buf = nb;
-		}
-		n = io_read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			errno = (int)-n;
-			goto failed;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		/* the file may have grown since fstat */
-		if (len > CI_MAX_FILE_SIZE) {
-			errno = EFBIG;
-			goto failed;
-		}
-	}
-	close(fd);
-	buf[len] = '\0';
-	return buf;
-failed:
-	e = errno;
-	free(buf);
-	close(fd);
-	errno = e;
-	return NULL;
+	return io_read_file(path, CI_MAX_FILE_SIZE);
 }
 
 const struct ci_env ci_process_env = {

@@ -1484,60 +1484,8 @@ CI_TEST(process_env, reads_files_and_environment)
 	ci_free(&ci);    /* harmless twice */
 }
 
-CI_TEST(process_env, absent_files_are_enoent)
-{
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/none.json", tmpdir)));
-	cr_assert_eq(errno, ENOENT);
-}
-
-CI_TEST(process_env, reads_a_file_whole)
-{
-	static char big[200000];
-	char *got;
-
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = (char)('a' + i % 26);
-	write_file("big", big, sizeof(big));
-	got = ci_process_env.read_file(NULL, fmt("%s/big", tmpdir));
-	cr_assert_not_null(got);
-	cr_assert_eq(strlen(got), sizeof(big));
-	cr_assert(!memcmp(got, big, sizeof(big)));
-	free(got);
-	write_file("empty", "", 0);
-	got = ci_process_env.read_file(NULL, fmt("%s/empty", tmpdir));
-	cr_assert_not_null(got);
-	cr_assert_str_eq(got, "");
-	free(got);
-}
-
-CI_TEST(process_env, refuses_large_files)
-{
-	static char big[CI_MAX_FILE_SIZE + 1];
-
-	memset(big, ' ', sizeof(big));
-	write_file("big", big, sizeof(big));
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/big", tmpdir)));
-	cr_assert_eq(errno, EFBIG);
-	write_file("exact", big, CI_MAX_FILE_SIZE);
-	char *got = ci_process_env.read_file(NULL, fmt("%s/exact", tmpdir));
-	cr_assert_not_null(got, "a file of exactly the limit is fine");
-	free(got);
-}
-
-CI_TEST(process_env, refuses_directories_and_fifos)
-{
-	const char *fifo = fmt("%s/fifo", tmpdir);
-
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, tmpdir));
-	cr_assert_eq(errno, EINVAL);
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fifo), "a FIFO must not block");
-	cr_assert_eq(errno, EINVAL);
-}
+/* How the file is read (size limit, FIFOs, errno) is tested with
+ * io_read_file in test_io.c. */
 
 CI_TEST(process_env, a_large_rendezvous_file_is_an_error)
 {

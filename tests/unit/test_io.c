@@ -2,6 +2,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -70,4 +74,115 @@ LEAK_TEST(io, read_reports_eof_and_errors)
 	cr_assert_eq(io_read(p[0], &c, 1), 0);
 	close(p[0]);
 	cr_assert_eq(io_read(p[0], &c, 1), -EBADF);
+}
+
+/* ---- io_read_file, on files in a fresh folder ---- */
+
+#define MAX (1 << 20)    /* what ClusterInfo allows an info file */
+
+static char tmpdir[64];
+
+static void real_setup(void)
+{
+	strcpy(tmpdir, "/tmp/io_test.XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+}
+
+static void real_teardown(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		cr_log_warn("could not remove %s", tmpdir);
+}
+
+/* tmpdir/name; the string lives until the test ends */
+static const char *in_tmp(const char *name)
+{
+	static char pool[8][128];
+	static int n;
+	char *b = pool[n++ % 8];
+
+	snprintf(b, sizeof(pool[0]), "%s/%s", tmpdir, name);
+	return b;
+}
+
+static const char *write_file(const char *name, const char *text, size_t len)
+{
+	const char *path = in_tmp(name);
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(fwrite(text, 1, len, f), len);
+	cr_assert_eq(fclose(f), 0);
+	return path;
+}
+
+TestSuite(read_file, .init = real_setup, .fini = real_teardown, .timeout = 20);
+
+LEAK_TEST(read_file, absent_files_are_enoent)
+{
+	errno = 0;
+	cr_assert_null(io_read_file(in_tmp("none.json"), MAX));
+	cr_assert_eq(errno, ENOENT);
+}
+
+LEAK_TEST(read_file, reads_a_file_whole)
+{
+	static char big[200000];
+	char *got;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	write_file("big", big, sizeof(big));
+	got = io_read_file(in_tmp("big"), MAX);
+	cr_assert_not_null(got);
+	cr_assert_eq(strlen(got), sizeof(big));
+	cr_assert(!memcmp(got, big, sizeof(big)));
+	free(got);
+	write_file("empty", "", 0);
+	got = io_read_file(in_tmp("empty"), MAX);
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, "");
+	free(got);
+}
+
+LEAK_TEST(read_file, refuses_large_files)
+{
+	static char big[MAX + 1];
+
+	memset(big, ' ', sizeof(big));
+	write_file("big", big, sizeof(big));
+	errno = 0;
+	cr_assert_null(io_read_file(in_tmp("big"), MAX));
+	cr_assert_eq(errno, EFBIG);
+	write_file("exact", big, MAX);
+	char *got = io_read_file(in_tmp("exact"), MAX);
+	cr_assert_not_null(got, "a file of exactly the limit is fine");
+	free(got);
+	errno = 0;
+	cr_assert_null(io_read_file(write_file("one", "x", 1), 0));
+	cr_assert_eq(errno, EFBIG, "max 0 allows only an empty file");
+}
+
+LEAK_TEST(read_file, refuses_directories_and_fifos)
+{
+	const char *fifo = in_tmp("fifo");
+
+	errno = 0;
+	cr_assert_null(io_read_file(tmpdir, MAX));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	errno = 0;
+	cr_assert_null(io_read_file(fifo, MAX), "a FIFO must not block");
+	cr_assert_eq(errno, EINVAL);
+}
+
+LEAK_TEST(read_file, other_errors_come_through)
+{
+	write_file("file", "x", 1);
+	errno = 0;
+	cr_assert_null(io_read_file(in_tmp("file/x"), MAX));
+	cr_assert_eq(errno, ENOTDIR);
 }
