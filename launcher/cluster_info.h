@@ -14,7 +14,8 @@
  *      master port CI_DEFAULT_MASTER_PORT.
  *
  * Pure: the environment and files are read through struct ci_env, so unit
- * tests give both as values.
+ * tests give both as values.  Each source is one file, ci_<name>.c behind
+ * ci_source.h; their precedence is the table in cluster_info.c.
  *
  * Rules beyond "first match wins" (each is tested):
  * - A source's node count is its explicit count (--nnodes, SLURM_NNODES,
