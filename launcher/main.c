@@ -86,45 +86,6 @@ static void job_secret(const struct cluster_info *ci, char *buf, size_t len)
 	snprintf(buf, len, "derived-%016lx", h);
 }
 
-/* The worker's CUDA_VISIBLE_DEVICES must be in the numbering CUDA sees in
- * this environment, while placement used physical ids.  They differ inside
- * a container (Determined's slot ids are the agent's devices; the container
- * sees its own GPUs from 0) and under Slurm's device cgroups: then an
- * inherited CUDA_VISIBLE_DEVICES gives the slot's entry, and without one a
- * Determined container numbers its GPUs by position. */
-static int cuda_numbering(const struct cluster_info *ci, struct topo_slot *ts)
-{
-	const char *inh = getenv("CUDA_VISIBLE_DEVICES");
-	char *list = NULL, *entries[CI_MAX_SLOTS], *save = NULL;
-	int n = 0;
-
-	if (!ci->gpus || (ci->src_gpus != CI_SRC_DETERMINED && ci->src_gpus != CI_SRC_SLURM))
-		return 0;
-	if (inh && *inh && strcmp(inh, "-1") != 0 && strcmp(inh, "NoDevFiles") != 0) {
-		list = strdup(inh);
-		if (!list)
-			return -ENOMEM;
-		for (char *t = strtok_r(list, ",", &save); t && n < CI_MAX_SLOTS; t = strtok_r(NULL, ",", &save))
-			entries[n++] = t;
-	} else if (ci->src_gpus == CI_SRC_SLURM) {
-		return 0; /* bare metal: Slurm's ids are CUDA's */
-	}
-	for (int i = 0; i < ci->slots; i++) {
-		char pos[16], *v;
-
-		snprintf(pos, sizeof(pos), "%d", i % ci->ngpus);
-		v = strdup(n > 0 ? entries[(i % ci->ngpus) % n] : pos);
-		if (!v) {
-			free(list);
-			return -ENOMEM;
-		}
-		free(ts[i].gpu);
-		ts[i].gpu = v;
-	}
-	free(list);
-	return 0;
-}
-
 static int mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
@@ -196,7 +157,7 @@ int main(int argc, char **argv)
 	struct plan plan = { 0 };
 	struct plan_opts po = { 0 };
 	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
-	bool *shown = NULL, pci_order = false;
+	bool pci_order = false;
 	struct rlimit nofile = { RLIM_INFINITY, RLIM_INFINITY };
 	int r, code = 2, visible = 0;
 
@@ -267,24 +228,23 @@ int main(int argc, char **argv)
 			fail(2, err);
 			goto out;
 		}
-		if (gpus && cuda_numbering(&ci, tslots) < 0) {
-			code = fail(1, "out of memory");
-			goto out;
-		}
 	}
 
 	job_secret(&ci, secret, sizeof(secret));
 	po.secret = secret;
 	po.pci_order = pci_order;
-	if (plan_build(&ci, tslots, &po, &ci_process_env, &plan) < 0) {
+	r = plan_build(&ci, tslots, &po, &ci_process_env, &plan);
+	free(tslots);
+	tslots = NULL;
+	if (r < 0) {
 		code = fail(1, "out of memory");
 		goto out;
 	}
 
-	if (o.report_bindings && tslots)
-		for (int i = 0; i < ci.slots; i++) {
+	if (o.report_bindings && topo)
+		for (int i = 0; i < plan.nslots; i++) {
 			char line[512];
-			topo_format_binding(&tslots[i], plan.slots[i].rank, line, sizeof(line));
+			topo_format_binding(&plan.slots[i].place, plan.slots[i].rank, line, sizeof(line));
 			fprintf(stderr, "slotrun: %s\n", line);
 		}
 
@@ -299,23 +259,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	shown = calloc((size_t)ci.slots, sizeof(bool));
-	if (!shown) {
-		code = fail(1, "out of memory");
-		goto out;
-	}
 	if (o.ranks_filter) {
 		bool *by_rank;
 		if (out_parse_ranks(o.ranks_filter, ci.world_size, &by_rank, err, sizeof(err)) < 0) {
 			fail(2, err);
 			goto out;
 		}
-		for (int i = 0; i < ci.slots; i++)
-			shown[i] = by_rank[ci.rank_base + i];
+		for (int i = 0; i < plan.nslots; i++)
+			plan.slots[i].shown = by_rank[plan.slots[i].rank];
 		free(by_rank);
-	} else {
-		for (int i = 0; i < ci.slots; i++)
-			shown[i] = true;
 	}
 	if (o.log_dir && (r = mkdir_p(o.log_dir)) < 0) {
 		snprintf(err, sizeof(err), "--log-dir %s: cannot create or write it: %s", o.log_dir, strerror(-r));
@@ -343,8 +295,8 @@ int main(int argc, char **argv)
 	}
 
 	code = runner_run(&(struct runner_cfg){
-		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,
-		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ, .shown = shown,
+		.plan = &plan, .topo = topo, .exec_path = exec_path,
+		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ,
 		.log_dir = o.log_dir, .error_file = o.error_file, .grace = o.grace,
 		.nofile = &nofile,
 	});
@@ -357,7 +309,6 @@ out:
 	}
 	free(gpus);
 	free(gpubuf);
-	free(shown);
 	ci_free(&ci);
 	if (topo)
 		topo_close(topo);

@@ -1,7 +1,8 @@
-/* The slot plan: for each local slot its ranks, GPU, cpuset and the
- * environment slotrun sets for it (DESIGN.md, "What every worker gets").
+/* The slot plan: for each local slot its ranks, placement (GPU, cpuset),
+ * whether the console shows it, and the environment slotrun sets for it
+ * (DESIGN.md, "What every worker gets").
  * Pure: built from values; the user's environment is read through ci_env
- * only to leave alone what the user already set. */
+ * (the same injected view ClusterInfo reads), so tests give it as a value. */
 #ifndef SLOTRUN_PLAN_H
 #define SLOTRUN_PLAN_H
 
@@ -14,11 +15,12 @@
 
 struct plan_slot {
 	int rank, local_rank;
-	const char *gpu;    /* CUDA_VISIBLE_DEVICES for it, or NULL */
-	const char *cpus;   /* hwloc list string, "" when unbound */
-	const char *numa;
-	int ncpus;
-	char **env;         /* "NAME=VALUE" slotrun sets, NULL-terminated */
+	struct topo_slot place;   /* owned: its GPU in CUDA's numbering (gpu NULL:
+				   * none), cpuset and NUMA node; all unset
+				   * (cpus NULL, cpuset NULL) without a topology */
+	bool shown;               /* its output is echoed on the console
+				   * (--ranks-filter); log files get every slot */
+	char **env;               /* "NAME=VALUE" slotrun sets, NULL-terminated */
 };
 
 struct plan {
@@ -33,10 +35,22 @@ struct plan_opts {
 	bool pci_order;       /* GPUs numbered by PCI bus: export CUDA_DEVICE_ORDER */
 };
 
-/* tslots: ci->slots entries from topo_plan (or NULL: no GPU, no binding).
- * Returns 0 or -ENOMEM. */
-int plan_build(const struct cluster_info *ci, const struct topo_slot *tslots,
+/* Builds this node's plan.  tslots: ci->slots placements from topo_plan, or
+ * NULL without a topology (no GPU, no binding).  Each entry is moved into its
+ * slot, on failure too: the caller's entries are left zeroed and only the
+ * array stays the caller's to free.  Every slot starts shown.
+ *
+ * A slot's GPU is turned into the numbering CUDA sees in this environment,
+ * while placement used physical ids.  They differ inside a container
+ * (Determined's slot ids are the agent's devices; the container sees its own
+ * GPUs from 0) and under Slurm's device cgroups: then an inherited
+ * CUDA_VISIBLE_DEVICES gives the slot's entry, and without one a Determined
+ * container numbers its GPUs by position (on bare metal Slurm's ids are
+ * CUDA's).  Returns 0 or -ENOMEM (p holds nothing then). */
+int plan_build(const struct cluster_info *ci, struct topo_slot *tslots,
 	       const struct plan_opts *po, const struct ci_env *env, struct plan *p);
+
+/* Frees the slots, their placements and environments; p is empty after. */
 void plan_free(struct plan *p);
 
 /* One --dry-run row: a one-line JSON object, malloc'd.  The secret's value
