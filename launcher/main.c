@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,37 +52,6 @@ static int find_wrap_rank(char *buf, size_t len)
 		}
 	}
 	return spawn_resolve("wrap_rank", getenv("PATH"), buf, len);
-}
-
-/* The rendezvous secret every rank of the job must share.  One node: a
- * fresh random one.  Several: the user's SLOTRUN_JOB_SECRET, else one
- * derived from the scheduler's job id or the chief's address, which every
- * node computes alike but which is no real secret. */
-static void job_secret(const struct cluster_info *ci, char *buf, size_t len)
-{
-	const char *v = getenv(PLAN_SECRET_VAR), *ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
-	unsigned char rnd[16];
-	unsigned long h = 5381;
-	char seed[512];
-
-	if (v && *v) {
-		snprintf(buf, len, "%s", v);
-		return;
-	}
-	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			snprintf(buf + 2 * i, len - 2 * i, "%02x", rnd[i]);
-		return;
-	}
-	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
-		if ((v = getenv(ids[i])) && *v) {
-			snprintf(seed, sizeof(seed), "%s=%s", ids[i], v);
-			break;
-		}
-	for (const char *p = seed; *p; p++)
-		h = h * 33 + (unsigned char)*p;
-	snprintf(buf, len, "derived-%016lx", h);
 }
 
 static int mkdir_p(const char *dir)
@@ -156,7 +124,8 @@ int main(int argc, char **argv)
 	struct topo_slot *tslots = NULL;
 	struct plan plan = { 0 };
 	struct plan_opts po = { 0 };
-	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
+	struct plan_secret secret;
+	char err[1024], ifname[64], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
 	bool pci_order = false;
 	struct rlimit nofile = { RLIM_INFINITY, RLIM_INFINITY };
 	int r, code = 2, visible = 0;
@@ -230,8 +199,8 @@ int main(int argc, char **argv)
 		}
 	}
 
-	job_secret(&ci, secret, sizeof(secret));
-	po.secret = secret;
+	plan_job_secret(&ci, &ci_process_env, &secret);
+	po.secret = secret.value;
 	po.pci_order = pci_order;
 	r = plan_build(&ci, tslots, &po, &ci_process_env, &plan);
 	free(tslots);

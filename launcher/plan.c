@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 struct envb {
 	char **v;
@@ -168,6 +169,38 @@ void plan_free(struct plan *p)
 	free(p->slots);
 	p->slots = NULL;
 	p->nslots = 0;
+}
+
+void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		     struct plan_secret *out)
+{
+	static const char *const ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
+	const char *v = env->getenv(env->ctx, PLAN_SECRET_VAR);
+	unsigned char rnd[16];
+	unsigned long h = 5381;
+	char seed[512];
+
+	if (v && *v) {
+		snprintf(out->value, sizeof(out->value), "%s", v);
+		out->kind = PLAN_SECRET_GIVEN;
+		return;
+	}
+	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(out->value + 2 * i, sizeof(out->value) - 2 * i, "%02x", rnd[i]);
+		out->kind = PLAN_SECRET_RANDOM;
+		return;
+	}
+	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if ((v = env->getenv(env->ctx, ids[i])) && *v) {
+			snprintf(seed, sizeof(seed), "%s=%s", ids[i], v);
+			break;
+		}
+	for (const char *q = seed; *q; q++)
+		h = h * 33 + (unsigned char)*q;
+	snprintf(out->value, sizeof(out->value), "derived-%016lx", h);
+	out->kind = PLAN_SECRET_DERIVED;
 }
 
 char *plan_slot_json(const struct plan *p, int i)

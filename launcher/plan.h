@@ -1,8 +1,9 @@
 /* The slot plan: for each local slot its ranks, placement (GPU, cpuset),
  * whether the console shows it, and the environment slotrun sets for it
- * (DESIGN.md, "What every worker gets").
+ * (DESIGN.md, "What every worker gets"); and the job's rendezvous secret.
  * Pure: built from values; the user's environment is read through ci_env
- * (the same injected view ClusterInfo reads), so tests give it as a value. */
+ * (the same injected view ClusterInfo reads), so tests give it as a value.
+ * The one exception is the random secret of a one-node job. */
 #ifndef SLOTRUN_PLAN_H
 #define SLOTRUN_PLAN_H
 
@@ -12,6 +13,7 @@
 #include "topology.h"
 
 #define PLAN_SECRET_VAR "SLOTRUN_JOB_SECRET"
+#define PLAN_SECRET_MAX 128    /* with the NUL; a longer given secret is cut */
 
 struct plan_slot {
 	int rank, local_rank;
@@ -30,7 +32,7 @@ struct plan {
 };
 
 struct plan_opts {
-	const char *secret;   /* the job secret (SLOTRUN_JOB_SECRET) */
+	const char *secret;   /* the job secret (plan_job_secret) */
 	const char *iface;    /* interface for NCCL/Gloo, or NULL */
 	bool pci_order;       /* GPUs numbered by PCI bus: export CUDA_DEVICE_ORDER */
 };
@@ -52,6 +54,27 @@ int plan_build(const struct cluster_info *ci, struct topo_slot *tslots,
 
 /* Frees the slots, their placements and environments; p is empty after. */
 void plan_free(struct plan *p);
+
+enum plan_secret_kind {
+	PLAN_SECRET_GIVEN,     /* the user's SLOTRUN_JOB_SECRET */
+	PLAN_SECRET_RANDOM,    /* one node: fresh random bytes, in hex */
+	PLAN_SECRET_DERIVED,   /* several nodes: from the scheduler's job id or the
+				* chief's address; every node computes it alike,
+				* but anyone who knows the job can too */
+};
+
+struct plan_secret {
+	char value[PLAN_SECRET_MAX];
+	enum plan_secret_kind kind;
+};
+
+/* The rendezvous secret every rank of the job must share: the user's
+ * SLOTRUN_JOB_SECRET; else on one node a fresh random one; else one
+ * derived from DET_ALLOCATION_ID, SLURM_JOB_ID or DET_TRIAL_ID (the first
+ * set), or from the chief's address and port.  A single node whose random
+ * source fails falls back to the derived one. */
+void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		     struct plan_secret *out);
 
 /* One --dry-run row: a one-line JSON object, malloc'd.  The secret's value
  * is shown as "<secret>". */

@@ -310,3 +310,93 @@ LEAK_TEST(plan, cuda_numbering_only_for_scheduler_ids)
 	cr_assert_null(get(&p.slots[0], "CUDA_VISIBLE_DEVICES"), "no topology, no GPU");
 	plan_free(&p);
 }
+
+/* ---- the job secret ---- */
+
+static char *pair[] = { "127.0.0.1", "b" };
+static int pair_counts[] = { 1, 1 };
+
+static struct cluster_info pair_node(int node_rank)
+{
+	return (struct cluster_info){
+		.nnodes = 2, .node_rank = node_rank, .addrs = pair, .slot_counts = pair_counts,
+		.slots = 1, .rank_base = node_rank, .world_size = 2, .master_port = 29400,
+	};
+}
+
+static struct plan_secret secret_of(const struct cluster_info *ci, const char *const *env)
+{
+	struct plan_secret s;
+
+	memset(&s, 0x55, sizeof(s));
+	fake_env = env;
+	plan_job_secret(ci, &FAKE_ENV, &s);
+	cr_assert_lt(strlen(s.value), sizeof(s.value));
+	return s;
+}
+
+LEAK_TEST(plan, secret_given_by_the_user)
+{
+	struct cluster_info one = gpu_node(CI_SRC_DEFAULT, NULL, 0, 1), two = pair_node(1);
+	const char *e[] = { "SLOTRUN_JOB_SECRET=s3cret", "DET_ALLOCATION_ID=x1", NULL };
+	char longer[300] = "SLOTRUN_JOB_SECRET=";
+	const char *e2[] = { longer, NULL };
+	struct plan_secret s;
+
+	s = secret_of(&one, e);
+	cr_assert_str_eq(s.value, "s3cret");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+	s = secret_of(&two, e);
+	cr_assert_str_eq(s.value, "s3cret", "given beats derived");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+	memset(longer + strlen(longer), 'k', 200);
+	s = secret_of(&two, e2);
+	cr_assert_eq(strlen(s.value), PLAN_SECRET_MAX - 1, "cut to fit");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+}
+
+LEAK_TEST(plan, secret_of_one_node_is_random_hex)
+{
+	struct cluster_info one = gpu_node(CI_SRC_DEFAULT, NULL, 0, 1);
+	const char *empty[] = { "SLOTRUN_JOB_SECRET=", "DET_ALLOCATION_ID=x1", NULL };
+	struct plan_secret a = secret_of(&one, NULL), b = secret_of(&one, empty);
+
+	cr_assert_eq(a.kind, PLAN_SECRET_RANDOM);
+	cr_assert_eq(b.kind, PLAN_SECRET_RANDOM, "an empty SLOTRUN_JOB_SECRET is none");
+	cr_assert_eq(strlen(a.value), 32);
+	cr_assert_eq(strspn(a.value, "0123456789abcdef"), 32, "'%s'", a.value);
+	cr_assert_str_neq(a.value, b.value, "fresh every time");
+}
+
+LEAK_TEST(plan, secret_of_several_nodes_is_derived_alike_on_every_node)
+{
+	static const struct {
+		const char *env[3];
+		const char *want;
+	} cases[] = {
+		/* the values slotrun has always derived: nodes of one job may
+		 * run different builds */
+		{ { "DET_ALLOCATION_ID=x1", "SLURM_JOB_ID=77" }, "derived-4176e96147f199b9" },
+		{ { "SLURM_JOB_ID=77", "DET_TRIAL_ID=5" }, "derived-f260fbeb1565bf09" },
+		{ { "DET_ALLOCATION_ID=", "SLURM_JOB_ID=77" }, "derived-f260fbeb1565bf09" },
+		{ { NULL }, "derived-cba6ad9892cd8c73" },    /* chief 127.0.0.1:29400 */
+	};
+	struct cluster_info chief = pair_node(0), other = pair_node(1);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct plan_secret a = secret_of(&chief, cases[i].env);
+		struct plan_secret b = secret_of(&other, cases[i].env);
+
+		cr_assert_str_eq(a.value, cases[i].want, "case %zu", i);
+		cr_assert_eq(a.kind, PLAN_SECRET_DERIVED);
+		cr_assert_str_eq(b.value, a.value, "every node derives the same secret");
+		cr_assert_eq(b.kind, PLAN_SECRET_DERIVED);
+	}
+
+	const char *trial[] = { "DET_TRIAL_ID=5", NULL };
+	struct plan_secret t = secret_of(&chief, trial);
+	cr_assert_str_neq(t.value, "derived-cba6ad9892cd8c73", "DET_TRIAL_ID is used");
+	chief.master_port = 29401;
+	cr_assert_str_neq(secret_of(&chief, NULL).value, "derived-cba6ad9892cd8c73",
+			  "the chief's port is part of it");
+}
