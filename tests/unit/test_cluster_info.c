@@ -11,6 +11,7 @@
 
 #include "cluster_info.h"
 #include "leak_check.h"
+#include "tmp_dir.h"
 
 #define CI_TEST(suite, name) LEAK_TEST(suite, name)
 
@@ -1278,8 +1279,6 @@ CI_TEST(ci, source_names)
 
 /* ---- the real environment and files ---- */
 
-static char tmpdir[64];
-
 static void real_setup(void)
 {
 	static const char *const vars[] = { "SLURM_JOB_NODELIST", "SLURM_NODEID", "SLURM_NNODES",
@@ -1291,32 +1290,11 @@ static void real_setup(void)
 	/* the test may itself run under Slurm or on a GPU box */
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
-	strcpy(tmpdir, "/tmp/ci_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
+	tmp_dir_setup();
 	setenv("SLOTRUN_DET_INFO_DIR", tmpdir, 1);
 }
 
-static void real_teardown(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", tmpdir);
-}
-
-static const char *write_file(const char *name, const char *text, size_t len)
-{
-	const char *path = fmt("%s/%s", tmpdir, name);
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(text, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-	return path;
-}
-
-TestSuite(process_env, .init = real_setup, .fini = real_teardown, .timeout = 20);
+TestSuite(process_env, .init = real_setup, .fini = tmp_dir_teardown, .timeout = 20);
 
 CI_TEST(process_env, reads_files_and_environment)
 {
@@ -1324,7 +1302,7 @@ CI_TEST(process_env, reads_files_and_environment)
 	struct cluster_info ci;
 	char err[256];
 
-	write_file("rendezvous.json", rv, strlen(rv));
+	tmp_write("rendezvous.json", rv, strlen(rv));
 	setenv("SLOTRUN_SLOTS", "3", 1);
 	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(ci.nnodes, 2);
@@ -1348,7 +1326,7 @@ CI_TEST(process_env, a_large_rendezvous_file_is_an_error)
 	memset(big, ' ', sizeof(big));
 	big[0] = '{';
 	big[sizeof(big) - 1] = '}';
-	write_file("rendezvous.json", big, sizeof(big));
+	tmp_write("rendezvous.json", big, sizeof(big));
 	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), -EINVAL);
 	cr_assert_not_null(strstr(err, "rendezvous.json: cannot read: larger than"), "%s", err);
 }

@@ -11,6 +11,7 @@
 
 #include "io.h"
 #include "leak_check.h"
+#include "tmp_dir.h"
 
 LEAK_TEST(io, parse_long_accepts_plain_numbers)
 {
@@ -80,51 +81,12 @@ LEAK_TEST(io, read_reports_eof_and_errors)
 
 #define MAX (1 << 20)    /* what ClusterInfo allows an info file */
 
-static char tmpdir[64];
-
-static void real_setup(void)
-{
-	strcpy(tmpdir, "/tmp/io_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-}
-
-static void real_teardown(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", tmpdir);
-}
-
-/* tmpdir/name; the string lives until the test ends */
-static const char *in_tmp(const char *name)
-{
-	static char pool[8][128];
-	static int n;
-	char *b = pool[n++ % 8];
-
-	snprintf(b, sizeof(pool[0]), "%s/%s", tmpdir, name);
-	return b;
-}
-
-static const char *write_file(const char *name, const char *text, size_t len)
-{
-	const char *path = in_tmp(name);
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(text, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-	return path;
-}
-
-TestSuite(read_file, .init = real_setup, .fini = real_teardown, .timeout = 20);
+TestSuite(read_file, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeout = 20);
 
 LEAK_TEST(read_file, absent_files_are_enoent)
 {
 	errno = 0;
-	cr_assert_null(io_read_file(in_tmp("none.json"), MAX));
+	cr_assert_null(io_read_file(tmp_path("none.json"), MAX));
 	cr_assert_eq(errno, ENOENT);
 }
 
@@ -135,14 +97,14 @@ LEAK_TEST(read_file, reads_a_file_whole)
 
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = (char)('a' + i % 26);
-	write_file("big", big, sizeof(big));
-	got = io_read_file(in_tmp("big"), MAX);
+	tmp_write("big", big, sizeof(big));
+	got = io_read_file(tmp_path("big"), MAX);
 	cr_assert_not_null(got);
 	cr_assert_eq(strlen(got), sizeof(big));
 	cr_assert(!memcmp(got, big, sizeof(big)));
 	free(got);
-	write_file("empty", "", 0);
-	got = io_read_file(in_tmp("empty"), MAX);
+	tmp_write("empty", "", 0);
+	got = io_read_file(tmp_path("empty"), MAX);
 	cr_assert_not_null(got);
 	cr_assert_str_eq(got, "");
 	free(got);
@@ -153,22 +115,22 @@ LEAK_TEST(read_file, refuses_large_files)
 	static char big[MAX + 1];
 
 	memset(big, ' ', sizeof(big));
-	write_file("big", big, sizeof(big));
+	tmp_write("big", big, sizeof(big));
 	errno = 0;
-	cr_assert_null(io_read_file(in_tmp("big"), MAX));
+	cr_assert_null(io_read_file(tmp_path("big"), MAX));
 	cr_assert_eq(errno, EFBIG);
-	write_file("exact", big, MAX);
-	char *got = io_read_file(in_tmp("exact"), MAX);
+	tmp_write("exact", big, MAX);
+	char *got = io_read_file(tmp_path("exact"), MAX);
 	cr_assert_not_null(got, "a file of exactly the limit is fine");
 	free(got);
 	errno = 0;
-	cr_assert_null(io_read_file(write_file("one", "x", 1), 0));
+	cr_assert_null(io_read_file(tmp_write("one", "x", 1), 0));
 	cr_assert_eq(errno, EFBIG, "max 0 allows only an empty file");
 }
 
 LEAK_TEST(read_file, refuses_directories_and_fifos)
 {
-	const char *fifo = in_tmp("fifo");
+	const char *fifo = tmp_path("fifo");
 
 	errno = 0;
 	cr_assert_null(io_read_file(tmpdir, MAX));
@@ -181,8 +143,8 @@ LEAK_TEST(read_file, refuses_directories_and_fifos)
 
 LEAK_TEST(read_file, other_errors_come_through)
 {
-	write_file("file", "x", 1);
+	tmp_write("file", "x", 1);
 	errno = 0;
-	cr_assert_null(io_read_file(in_tmp("file/x"), MAX));
+	cr_assert_null(io_read_file(tmp_path("file/x"), MAX));
 	cr_assert_eq(errno, ENOTDIR);
 }
