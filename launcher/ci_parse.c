@@ -32,7 +32,6 @@ int ci_oom(struct ci_ctx *c)
 	return -ENOMEM;
 }
 
-
 const char *ci_quote(struct ci_quoted *q, const char *s)
 {
 	size_t o = 0, i;
@@ -212,7 +211,8 @@ int ci_parse_list(struct ci_ctx *c, struct ci_strlist *out, const char *name, co
 		return r;
 	for (int i = 0; i < n; i++) {
 		if (!ok(v[i])) {
-			ci_fail(c, "%s '%s': entry '%s'%s", name, ci_quote(&q, s), ci_quote(&q2, v[i]), complaint);
+			ci_fail(c, "%s '%s': entry '%s'%s", name, ci_quote(&q, s), ci_quote(&q2, v[i]),
+				complaint);
 			ci_strv_free(v, n);
 			return -EINVAL;
 		}
