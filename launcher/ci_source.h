@@ -9,9 +9,10 @@
  * the order of its table, checks each one's agreement with itself, lets the
  * first that sets a field win, and checks the winners against each other.
  *
- * Adding a source: a file with its load function (declared below), an
- * entry in the table in cluster_info.c at its place in the precedence, and
- * its enum ci_source value in cluster_info.h. */
+ * Adding a source: a file with its load function (declared below and
+ * listed in launcher/meson.build), an entry in the table in cluster_info.c
+ * at its place in the precedence, and its enum ci_source value in
+ * cluster_info.h. */
 #ifndef SLOTRUN_CI_SOURCE_H
 #define SLOTRUN_CI_SOURCE_H
 
