@@ -14,7 +14,8 @@
  *      master port CI_DEFAULT_MASTER_PORT.
  *
  * Pure: the environment and files are read through struct ci_env, so unit
- * tests give both as values.
+ * tests give both as values.  Each source is one file, ci_<name>.c behind
+ * ci_source.h; their precedence is the table in cluster_info.c.
  *
  * Rules beyond "first match wins" (each is tested):
  * - A source's node count is its explicit count (--nnodes, SLURM_NNODES,
@@ -111,17 +112,6 @@ int ci_load(const struct ci_flags *flags, const struct ci_env *env, int visible_
 	    struct cluster_info *ci, char *err, size_t errlen);
 
 void ci_free(struct cluster_info *ci);
-
-/* Expands a Slurm hostlist ("gpu[01-04,07],cpu-a[1-2]", zero padding kept)
- * into *n malloc'd names (free each, then the array), in Slurm's order:
- * hosts as written, ranges in a bracket as written, and with several
- * brackets in one name ("r[1-2]n[01-02]") the last bracket varies fastest
- * (r1n01 r1n02 r2n01 r2n02).  The width of a range is that of its first
- * number ("08-10": 08 09 10; "8-10": 8 9 10).  Returns 0, or -EINVAL with the
- * reason in err (empty list or name, unclosed or stray bracket, reversed or
- * malformed range, more than CI_MAX_NODES names, a name over 253 bytes,
- * whitespace or control characters), or -ENOMEM; *hosts is NULL then. */
-int ci_parse_hostlist(const char *s, char ***hosts, int *n, char *err, size_t errlen);
 
 /* The real environment: getenv(3) and files read from disk. */
 extern const struct ci_env ci_process_env;

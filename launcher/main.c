@@ -6,13 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "cluster_info.h"
 #include "iface.h"
+#include "io.h"
 #include "options.h"
 #include "output.h"
 #include "plan.h"
@@ -53,117 +53,6 @@ static int find_wrap_rank(char *buf, size_t len)
 		}
 	}
 	return spawn_resolve("wrap_rank", getenv("PATH"), buf, len);
-}
-
-/* The rendezvous secret every rank of the job must share.  One node: a
- * fresh random one.  Several: the user's SLOTRUN_JOB_SECRET, else one
- * derived from the scheduler's job id or the chief's address, which every
- * node computes alike but which is no real secret. */
-static void job_secret(const struct cluster_info *ci, char *buf, size_t len)
-{
-	const char *v = getenv(PLAN_SECRET_VAR), *ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
-	unsigned char rnd[16];
-	unsigned long h = 5381;
-	char seed[512];
-
-	if (v && *v) {
-		snprintf(buf, len, "%s", v);
-		return;
-	}
-	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
-		for (size_t i = 0; i < sizeof(rnd); i++)
-			snprintf(buf + 2 * i, len - 2 * i, "%02x", rnd[i]);
-		return;
-	}
-	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
-	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
-		if ((v = getenv(ids[i])) && *v) {
-			snprintf(seed, sizeof(seed), "%s=%s", ids[i], v);
-			break;
-		}
-	for (const char *p = seed; *p; p++)
-		h = h * 33 + (unsigned char)*p;
-	snprintf(buf, len, "derived-%016lx", h);
-}
-
-/* The worker's CUDA_VISIBLE_DEVICES must be in the numbering CUDA sees in
- * this environment, while placement used physical ids.  They differ inside
- * a container (Determined's slot ids are the agent's devices; the container
- * sees its own GPUs from 0) and under Slurm's device cgroups: then an
- * inherited CUDA_VISIBLE_DEVICES gives the slot's entry, and without one a
- * Determined container numbers its GPUs by position. */
-static int cuda_numbering(const struct cluster_info *ci, struct topo_slot *ts)
-{
-	const char *inh = getenv("CUDA_VISIBLE_DEVICES");
-	char *list = NULL, *entries[CI_MAX_SLOTS], *save = NULL;
-	int n = 0;
-
-	if (!ci->gpus || (ci->src_gpus != CI_SRC_DETERMINED && ci->src_gpus != CI_SRC_SLURM))
-		return 0;
-	if (inh && *inh && strcmp(inh, "-1") != 0 && strcmp(inh, "NoDevFiles") != 0) {
-		list = strdup(inh);
-		if (!list)
-			return -ENOMEM;
-		for (char *t = strtok_r(list, ",", &save); t && n < CI_MAX_SLOTS; t = strtok_r(NULL, ",", &save))
-			entries[n++] = t;
-	} else if (ci->src_gpus == CI_SRC_SLURM) {
-		return 0; /* bare metal: Slurm's ids are CUDA's */
-	}
-	for (int i = 0; i < ci->slots; i++) {
-		char pos[16], *v;
-
-		snprintf(pos, sizeof(pos), "%d", i % ci->ngpus);
-		v = strdup(n > 0 ? entries[(i % ci->ngpus) % n] : pos);
-		if (!v) {
-			free(list);
-			return -ENOMEM;
-		}
-		free(ts[i].gpu);
-		ts[i].gpu = v;
-	}
-	free(list);
-	return 0;
-}
-
-/* --secret-file: the first line, without its newline. */
-static int read_secret_file(const char *path, char *buf, size_t len, char *err, size_t errlen)
-{
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f) {
-		snprintf(err, errlen, "--secret-file %s: %s", path, strerror(errno));
-		return -EINVAL;
-	}
-	if (!fgets(buf, (int)len, f))
-		buf[0] = '\0';
-	fclose(f);
-	n = strcspn(buf, "\r\n");
-	buf[n] = '\0';
-	if (!n) {
-		snprintf(err, errlen, "--secret-file %s: the first line is empty", path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Several nodes: the job plane's settings.  The control port defaults to
- * the master port + 1 (the master port is the workers' rendezvous). */
-static int plane_setup(const struct options *o, const struct cluster_info *ci, const char *secret,
-		       struct plane_cfg *pc, char *err, size_t errlen)
-{
-	int port = o->control_port ? o->control_port : ci->master_port + 1;
-
-	if (port > 65535) {
-		snprintf(err, errlen, "the control port would be the master port %d + 1: choose one with "
-			 "--control-port", ci->master_port);
-		return -EINVAL;
-	}
-	*pc = (struct plane_cfg){ .nnodes = ci->nnodes, .node_rank = ci->node_rank, .addrs = ci->addrs,
-				  .slot_counts = ci->slot_counts, .world_size = ci->world_size,
-				  .control_port = port, .join_timeout = o->join_timeout,
-				  .hb_timeout = o->hb_timeout, .secret = secret };
-	return 0;
 }
 
 static int mkdir_p(const char *dir)
@@ -228,194 +117,313 @@ static int fd_budget(int slots, bool logs, struct rlimit *orig, char *err, size_
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
+/* What the steps of main share; launch_free releases it. */
+struct launch {
 	struct options o;
-	struct cluster_info ci = { 0 };
-	struct topo *topo = NULL;
-	struct topo_slot *tslots = NULL;
-	struct plan plan = { 0 };
-	struct plan_opts po = { 0 };
-	struct plane_cfg pc;
-	char err[1024], ifname[64], secret[128], exec_path[PATH_MAX], **gpus = NULL, (*gpubuf)[16] = NULL;
-	bool *shown = NULL, pci_order = false;
-	struct rlimit nofile = { RLIM_INFINITY, RLIM_INFINITY };
-	int r, code = 2, visible = 0;
+	struct topo *topo;           /* NULL: none could be read and --bind none */
+	int visible_gpus;            /* GPUs the topology found */
+	bool pci_order;              /* ... numbered by PCI bus */
+	struct cluster_info ci;
+	char ifname[64];
+	const char *iface;           /* for NCCL and Gloo, or NULL */
+	struct plan_secret secret;
+	struct plan plan;
+	struct plane_cfg plane;      /* several nodes: the job plane */
+	char exec_path[PATH_MAX];    /* wrap_rank, or the command with --no-wrap */
+	struct rlimit nofile;        /* the fd limit workers get back */
+	char err[1024];
+};
 
-	hold_std_fds();
-	r = opt_parse(argc, argv, &ci_process_env, &o, err, sizeof(err));
+/* A step returns GO_ON, or the status slotrun exits with. */
+#define GO_ON (-1)
+
+static int parse_options(struct launch *l, int argc, char **argv)
+{
+	int r = opt_parse(argc, argv, &ci_process_env, &l->o, l->err, sizeof(l->err));
+
 	if (r == OPT_EXIT_OK)
 		return 0;
 	if (r < 0) {
-		fprintf(stderr, "slotrun: %s\nTry 'slotrun --help'.\n", err);
+		fprintf(stderr, "slotrun: %s\nTry 'slotrun --help'.\n", l->err);
 		return 2;
 	}
+	return GO_ON;
+}
 
-	if (topo_open(&topo, err, sizeof(err)) < 0) {
-		if (o.bind != TOPO_BIND_NONE)
-			return fail(2, err);
-		topo = NULL;
+/* Without a topology slotrun can still run unbound, if it was told to. */
+static int open_topology(struct launch *l)
+{
+	if (topo_open(&l->topo, l->err, sizeof(l->err)) < 0) {
+		if (l->o.bind != TOPO_BIND_NONE)
+			return fail(2, l->err);
+		l->topo = NULL;
 	}
-	if (topo)
-		visible = topo_gpu_count(topo, &pci_order);
+	if (l->topo)
+		l->visible_gpus = topo_gpu_count(l->topo, &l->pci_order);
+	return GO_ON;
+}
 
-	if (ci_load(&o.ci, &ci_process_env, visible, &ci, err, sizeof(err)) < 0) {
-		fail(2, err);
-		goto out;
-	}
+static int load_cluster_info(struct launch *l)
+{
+	if (ci_load(&l->o.ci, &ci_process_env, l->visible_gpus, &l->ci, l->err, sizeof(l->err)) < 0)
+		return fail(2, l->err);
+	return GO_ON;
+}
 
-	if (ci.iface) {
-		if (iface_exists(ci.iface) < 0) {
-			snprintf(err, sizeof(err), "%s interface '%s' does not exist on this node",
-				 ci_source_name(ci.src_iface), ci.iface);
-			fail(2, err);
-			goto out;
+/* The interface NCCL and Gloo use: the one a source named, which must
+ * exist here, else on several nodes the one that routes to the chief. */
+static int choose_iface(struct launch *l)
+{
+	const struct cluster_info *ci = &l->ci;
+
+	if (ci->iface) {
+		if (iface_exists(ci->iface) < 0) {
+			snprintf(l->err, sizeof(l->err), "%s interface '%s' does not exist on this node",
+				 ci_source_name(ci->src_iface), ci->iface);
+			return fail(2, l->err);
 		}
-		po.iface = ci.iface;
-	} else if (ci.nnodes > 1) {
-		if (iface_for_peer(ci.addrs[0], ifname, sizeof(ifname), err, sizeof(err)) < 0) {
-			fail(2, err);
-			goto out;
-		}
-		po.iface = ifname;
+		l->iface = ci->iface;
+	} else if (ci->nnodes > 1) {
+		if (iface_for_peer(ci->addrs[0], l->ifname, sizeof(l->ifname), l->err,
+				   sizeof(l->err)) < 0)
+			return fail(2, l->err);
+		l->iface = l->ifname;
 	}
+	return GO_ON;
+}
 
-	/* Each slot's GPU for placement: ClusterInfo's list (physical ids),
-	 * else the topology's GPUs by index (shared round-robin when there are
-	 * more slots than GPUs). */
-	if (!ci.gpus_none && (ci.gpus || visible > 0)) {
-		gpus = calloc((size_t)ci.slots + 1, sizeof(char *));
-		gpubuf = calloc((size_t)ci.slots, sizeof(*gpubuf));
+/* Each slot's GPU for placement: ClusterInfo's list (physical ids), else
+ * the topology's GPUs by index (shared round-robin when there are more
+ * slots than GPUs).  *tslots: a malloc'd array from topo_plan, NULL without
+ * a topology. */
+static int place_slots(struct launch *l, struct topo_slot **tslots)
+{
+	const struct cluster_info *ci = &l->ci;
+	char **gpus = NULL, (*gpubuf)[16] = NULL;
+	int code = GO_ON;
+
+	*tslots = NULL;
+	if (!ci->gpus_none && (ci->gpus || l->visible_gpus > 0)) {
+		gpus = calloc((size_t)ci->slots + 1, sizeof(char *));
+		gpubuf = calloc((size_t)ci->slots, sizeof(*gpubuf));
 		if (!gpus || !gpubuf) {
 			code = fail(1, "out of memory");
 			goto out;
 		}
-		for (int i = 0; i < ci.slots; i++) {
-			if (ci.gpus) {
-				gpus[i] = ci.gpus[i % ci.ngpus];
+		for (int i = 0; i < ci->slots; i++) {
+			if (ci->gpus) {
+				gpus[i] = ci->gpus[i % ci->ngpus];
 			} else {
-				snprintf(gpubuf[i], sizeof(gpubuf[i]), "%d", i % visible);
+				snprintf(gpubuf[i], sizeof(gpubuf[i]), "%d", i % l->visible_gpus);
 				gpus[i] = gpubuf[i];
 			}
 		}
 	}
-	if (topo) {
-		tslots = calloc((size_t)ci.slots, sizeof(*tslots));
-		if (!tslots) {
+	if (l->topo) {
+		*tslots = calloc((size_t)ci->slots, sizeof(**tslots));
+		if (!*tslots) {
 			code = fail(1, "out of memory");
 			goto out;
 		}
-		if (topo_plan(topo, o.bind, ci.slots, gpus, tslots, err, sizeof(err)) < 0) {
-			fail(2, err);
-			goto out;
-		}
-		if (gpus && cuda_numbering(&ci, tslots) < 0) {
-			code = fail(1, "out of memory");
-			goto out;
+		if (topo_plan(l->topo, l->o.bind, ci->slots, gpus, *tslots, l->err,
+			      sizeof(l->err)) < 0) {
+			free(*tslots);
+			*tslots = NULL;
+			code = fail(2, l->err);
 		}
 	}
-
-	if (o.secret_file) {
-		if (read_secret_file(o.secret_file, secret, sizeof(secret), err, sizeof(err)) < 0) {
-			fail(2, err);
-			goto out;
-		}
-	} else {
-		job_secret(&ci, secret, sizeof(secret));
-		if (ci.nnodes > 1 && !(getenv(PLAN_SECRET_VAR) && *getenv(PLAN_SECRET_VAR)) && !o.dry_run)
-			fprintf(stderr, "slotrun: no SLOTRUN_JOB_SECRET or --secret-file: the job secret is derived "
-				"from the job's addresses and ids, and is therefore not secret\n");
-	}
-	po.secret = secret;
-	po.pci_order = pci_order;
-	if (plan_build(&ci, tslots, &po, &ci_process_env, &plan) < 0) {
-		code = fail(1, "out of memory");
-		goto out;
-	}
-
-	if (o.report_bindings && tslots)
-		for (int i = 0; i < ci.slots; i++) {
-			char line[512];
-			topo_format_binding(&tslots[i], plan.slots[i].rank, line, sizeof(line));
-			fprintf(stderr, "slotrun: %s\n", line);
-		}
-
-	if (o.dry_run) {
-		for (int i = 0; i < plan.nslots; i++) {
-			char *row = plan_slot_json(&plan, i);
-			if (row)
-				puts(row);
-			free(row);
-		}
-		code = 0;
-		goto out;
-	}
-
-	shown = calloc((size_t)ci.slots, sizeof(bool));
-	if (!shown) {
-		code = fail(1, "out of memory");
-		goto out;
-	}
-	if (o.ranks_filter) {
-		bool *by_rank;
-		if (out_parse_ranks(o.ranks_filter, ci.world_size, &by_rank, err, sizeof(err)) < 0) {
-			fail(2, err);
-			goto out;
-		}
-		for (int i = 0; i < ci.slots; i++)
-			shown[i] = by_rank[ci.rank_base + i];
-		free(by_rank);
-	} else {
-		for (int i = 0; i < ci.slots; i++)
-			shown[i] = true;
-	}
-	if (o.log_dir && (r = mkdir_p(o.log_dir)) < 0) {
-		snprintf(err, sizeof(err), "--log-dir %s: cannot create or write it: %s", o.log_dir, strerror(-r));
-		fail(2, err);
-		goto out;
-	}
-
-	if (fd_budget(ci.slots, o.log_dir != NULL, &nofile, err, sizeof(err)) < 0) {
-		fail(2, err);
-		goto out;
-	}
-
-	/* Said once here, rather than by every wrap_rank. */
-	r = spawn_resolve(o.argv[0], getenv("PATH"), exec_path, sizeof(exec_path));
-	if (r < 0) {
-		code = r == -EACCES ? 126 : 127;
-		snprintf(err, sizeof(err), "cannot execute '%s': %s", o.argv[0],
-			 r == -EACCES ? "Permission denied" : "command not found");
-		fail(code, err);
-		goto out;
-	}
-	if (!o.no_wrap && find_wrap_rank(exec_path, sizeof(exec_path)) < 0) {
-		code = fail(127, "cannot find wrap_rank beside slotrun or on PATH (set SLOTRUN_WRAP_RANK, or use --no-wrap)");
-		goto out;
-	}
-
-	if (ci.nnodes > 1 && plane_setup(&o, &ci, secret, &pc, err, sizeof(err)) < 0) {
-		fail(2, err);
-		goto out;
-	}
-	code = runner_run(&(struct runner_cfg){
-		.plan = &plan, .topo = topo, .tslots = tslots, .exec_path = exec_path,
-		.wrapped = !o.no_wrap, .cmd = o.argv, .base_env = environ, .shown = shown,
-		.log_dir = o.log_dir, .error_file = o.error_file, .grace = o.grace,
-		.nofile = &nofile, .plane = ci.nnodes > 1 ? &pc : NULL,
-	});
 out:
-	plan_free(&plan);
-	if (tslots) {
-		for (int i = 0; i < ci.slots; i++)
-			topo_slot_free(&tslots[i]);
-		free(tslots);
-	}
 	free(gpus);
 	free(gpubuf);
-	free(shown);
-	ci_free(&ci);
-	if (topo)
-		topo_close(topo);
+	return code;
+}
+
+/* --secret-file: the job secret is its first line, without the newline. */
+static int read_secret_file(struct launch *l)
+{
+	const char *path = l->o.secret_file;
+	char *text = io_read_file(path, 64 * 1024);
+	size_t n;
+
+	if (!text) {
+		snprintf(l->err, sizeof(l->err), "--secret-file %s: %s", path,
+			 errno == EFBIG ? "larger than 64 KiB" : strerror(errno));
+		return fail(2, l->err);
+	}
+	n = strcspn(text, "\r\n");
+	if (n == 0 || n >= sizeof(l->secret.value))
+		snprintf(l->err, sizeof(l->err), "--secret-file %s: the first line is %s", path,
+			 n ? "longer than 127 bytes" : "empty");
+	else
+		snprintf(l->secret.value, sizeof(l->secret.value), "%.*s", (int)n, text);
+	free(text);
+	if (n == 0 || n >= sizeof(l->secret.value))
+		return fail(2, l->err);
+	l->secret.kind = PLAN_SECRET_GIVEN;
+	return GO_ON;
+}
+
+static int build_plan(struct launch *l)
+{
+	struct plan_opts po = { .iface = l->iface, .pci_order = l->pci_order };
+	struct topo_slot *tslots;
+	int code, r;
+
+	if (l->o.secret_file) {
+		if ((code = read_secret_file(l)) != GO_ON)
+			return code;
+	} else {
+		plan_job_secret(&l->ci, &ci_process_env, &l->secret);
+	}
+	code = place_slots(l, &tslots);
+	if (code != GO_ON)
+		return code;
+	po.secret = l->secret.value;
+	r = plan_build(&l->ci, tslots, &po, &ci_process_env, &l->plan);
+	free(tslots);    /* the plan took the entries */
+	return r < 0 ? fail(1, "out of memory") : GO_ON;
+}
+
+static void report_bindings(const struct launch *l)
+{
+	if (!l->o.report_bindings || !l->topo)
+		return;
+	for (int i = 0; i < l->plan.nslots; i++) {
+		char line[512];
+		topo_format_binding(&l->plan.slots[i].place, l->plan.slots[i].rank, line, sizeof(line));
+		fprintf(stderr, "slotrun: %s\n", line);
+	}
+}
+
+static int dry_run(const struct launch *l)
+{
+	for (int i = 0; i < l->plan.nslots; i++) {
+		char *row = plan_slot_json(&l->plan, i);
+		if (row)
+			puts(row);
+		free(row);
+	}
+	return 0;
+}
+
+/* --ranks-filter is checked only when something runs: a dry run prints
+ * every slot anyway. */
+static int filter_console(struct launch *l)
+{
+	bool *by_rank;
+
+	if (!l->o.ranks_filter)
+		return GO_ON;
+	if (out_parse_ranks(l->o.ranks_filter, l->ci.world_size, &by_rank, l->err,
+			    sizeof(l->err)) < 0)
+		return fail(2, l->err);
+	for (int i = 0; i < l->plan.nslots; i++)
+		l->plan.slots[i].shown = by_rank[l->plan.slots[i].rank];
+	free(by_rank);
+	return GO_ON;
+}
+
+static int make_log_dir(struct launch *l)
+{
+	int r;
+
+	if (l->o.log_dir && (r = mkdir_p(l->o.log_dir)) < 0) {
+		snprintf(l->err, sizeof(l->err), "--log-dir %s: cannot create or write it: %s",
+			 l->o.log_dir, strerror(-r));
+		return fail(2, l->err);
+	}
+	return GO_ON;
+}
+
+/* Said once here, rather than by every wrap_rank. */
+static int find_executables(struct launch *l)
+{
+	int r = spawn_resolve(l->o.argv[0], getenv("PATH"), l->exec_path, sizeof(l->exec_path));
+
+	if (r < 0) {
+		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->o.argv[0],
+			 r == -EACCES ? "Permission denied" : "command not found");
+		return fail(r == -EACCES ? 126 : 127, l->err);
+	}
+	if (!l->o.no_wrap && find_wrap_rank(l->exec_path, sizeof(l->exec_path)) < 0)
+		return fail(127, "cannot find wrap_rank beside slotrun or on PATH "
+			    "(set SLOTRUN_WRAP_RANK, or use --no-wrap)");
+	return GO_ON;
+}
+
+/* Several nodes: the job plane's settings.  The control port defaults to
+ * the master port + 1 (the master port is the workers' rendezvous). */
+static int setup_plane(struct launch *l)
+{
+	const struct cluster_info *ci = &l->ci;
+	int port = l->o.control_port ? l->o.control_port : ci->master_port + 1;
+
+	if (port > 65535) {
+		snprintf(l->err, sizeof(l->err), "the control port would be the master port %d + 1: "
+			 "choose one with --control-port", ci->master_port);
+		return fail(2, l->err);
+	}
+	if (l->secret.kind == PLAN_SECRET_DERIVED)
+		fprintf(stderr, "slotrun: no SLOTRUN_JOB_SECRET or --secret-file: the job secret is derived "
+			"from the job's addresses and ids, and is therefore not secret\n");
+	l->plane = (struct plane_cfg){ .nnodes = ci->nnodes, .node_rank = ci->node_rank,
+				       .addrs = ci->addrs, .slot_counts = ci->slot_counts,
+				       .world_size = ci->world_size, .control_port = port,
+				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
+				       .secret = l->secret.value };
+	return GO_ON;
+}
+
+static int run(struct launch *l)
+{
+	int code = filter_console(l);
+
+	if (code == GO_ON)
+		code = make_log_dir(l);
+	if (code == GO_ON && fd_budget(l->ci.slots, l->o.log_dir != NULL, &l->nofile, l->err,
+				       sizeof(l->err)) < 0)
+		code = fail(2, l->err);
+	if (code == GO_ON)
+		code = find_executables(l);
+	if (code == GO_ON && l->ci.nnodes > 1)
+		code = setup_plane(l);
+	if (code != GO_ON)
+		return code;
+	return runner_run(&(struct runner_cfg){
+		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
+		.wrapped = !l->o.no_wrap, .cmd = l->o.argv, .base_env = environ,
+		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
+		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
+	});
+}
+
+static void launch_free(struct launch *l)
+{
+	plan_free(&l->plan);
+	ci_free(&l->ci);
+	if (l->topo)
+		topo_close(l->topo);
+}
+
+int main(int argc, char **argv)
+{
+	struct launch l = { .nofile = { RLIM_INFINITY, RLIM_INFINITY } };
+	int code;
+
+	hold_std_fds();
+	code = parse_options(&l, argc, argv);
+	if (code == GO_ON)
+		code = open_topology(&l);
+	if (code == GO_ON)
+		code = load_cluster_info(&l);
+	if (code == GO_ON)
+		code = choose_iface(&l);
+	if (code == GO_ON)
+		code = build_plan(&l);
+	if (code == GO_ON) {
+		report_bindings(&l);
+		code = l.o.dry_run ? dry_run(&l) : run(&l);
+	}
+	launch_free(&l);
 	return code;
 }

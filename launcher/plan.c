@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 struct envb {
 	char **v;
@@ -62,13 +63,13 @@ static int slot_env(const struct cluster_info *ci, const struct plan_slot *s,
 	put(&b, "MASTER_ADDR", "%s", chief);
 	put(&b, "MASTER_PORT", "%d", ci->master_port);
 	put(&b, "DET_CHIEF_IP", "%s", chief);
-	if (s->gpu) {
-		put(&b, "CUDA_VISIBLE_DEVICES", "%s", s->gpu);
+	if (s->place.gpu) {
+		put(&b, "CUDA_VISIBLE_DEVICES", "%s", s->place.gpu);
 		if (po->pci_order)
 			put(&b, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
 	}
-	if (s->ncpus > 0 && !user_set(env, "OMP_NUM_THREADS"))
-		put(&b, "OMP_NUM_THREADS", "%d", s->ncpus);
+	if (s->place.ncpus > 0 && !user_set(env, "OMP_NUM_THREADS"))
+		put(&b, "OMP_NUM_THREADS", "%d", s->place.ncpus);
 	if (po->iface && !user_set(env, "NCCL_SOCKET_IFNAME"))
 		put(&b, "NCCL_SOCKET_IFNAME", "%s", po->iface);
 	if (po->iface && !user_set(env, "GLOO_SOCKET_IFNAME"))
@@ -84,29 +85,77 @@ static int slot_env(const struct cluster_info *ci, const struct plan_slot *s,
 	return 0;
 }
 
-int plan_build(const struct cluster_info *ci, const struct topo_slot *tslots,
+/* See plan.h.  ci->gpus is set only when a source named the GPUs, and then
+ * every slot got one of them for its placement. */
+static int cuda_numbering(const struct cluster_info *ci, const struct ci_env *env,
+			  struct plan *p)
+{
+	const char *inh = env->getenv(env->ctx, "CUDA_VISIBLE_DEVICES");
+	char *list = NULL, *entries[CI_MAX_SLOTS], *save = NULL;
+	int n = 0;
+
+	if (!ci->gpus || (ci->src_gpus != CI_SRC_DETERMINED && ci->src_gpus != CI_SRC_SLURM))
+		return 0;
+	if (inh && *inh && strcmp(inh, "-1") != 0 && strcmp(inh, "NoDevFiles") != 0) {
+		list = strdup(inh);
+		if (!list)
+			return -ENOMEM;
+		for (char *t = strtok_r(list, ",", &save); t && n < CI_MAX_SLOTS; t = strtok_r(NULL, ",", &save))
+			entries[n++] = t;
+	} else if (ci->src_gpus == CI_SRC_SLURM) {
+		return 0; /* bare metal: Slurm's ids are CUDA's */
+	}
+	for (int i = 0; i < p->nslots; i++) {
+		struct topo_slot *ts = &p->slots[i].place;
+		char pos[16], *v;
+
+		snprintf(pos, sizeof(pos), "%d", i % ci->ngpus);
+		v = strdup(n > 0 ? entries[(i % ci->ngpus) % n] : pos);
+		if (!v) {
+			free(list);
+			return -ENOMEM;
+		}
+		free(ts->gpu);
+		ts->gpu = v;
+	}
+	free(list);
+	return 0;
+}
+
+int plan_build(const struct cluster_info *ci, struct topo_slot *tslots,
 	       const struct plan_opts *po, const struct ci_env *env, struct plan *p)
 {
+	p->slots = calloc((size_t)ci->slots, sizeof(*p->slots));
+	if (!p->slots) {
+		for (int i = 0; tslots && i < ci->slots; i++)
+			topo_slot_free(&tslots[i]);
+		p->nslots = 0;
+		return -ENOMEM;
+	}
 	p->nslots = ci->slots;
 	p->node_rank = ci->node_rank;
-	p->slots = calloc((size_t)ci->slots, sizeof(*p->slots));
-	if (!p->slots)
-		return -ENOMEM;
 	for (int i = 0; i < ci->slots; i++) {
 		struct plan_slot *s = &p->slots[i];
 
 		s->rank = ci->rank_base + i;
 		s->local_rank = i;
-		s->gpu = tslots ? tslots[i].gpu : NULL;
-		s->cpus = tslots && tslots[i].cpus ? tslots[i].cpus : "";
-		s->numa = tslots && tslots[i].numa ? tslots[i].numa : "";
-		s->ncpus = tslots ? tslots[i].ncpus : 0;
-		if (slot_env(ci, s, po, env, &s->env) < 0) {
-			plan_free(p);
-			return -ENOMEM;
+		s->shown = true;
+		if (tslots) {
+			s->place = tslots[i];
+			memset(&tslots[i], 0, sizeof(tslots[i]));
+		} else {
+			s->place.gpu_index = -1;
 		}
 	}
+	if (tslots && cuda_numbering(ci, env, p) < 0)
+		goto oom;
+	for (int i = 0; i < p->nslots; i++)
+		if (slot_env(ci, &p->slots[i], po, env, &p->slots[i].env) < 0)
+			goto oom;
 	return 0;
+oom:
+	plan_free(p);
+	return -ENOMEM;
 }
 
 void plan_free(struct plan *p)
@@ -115,10 +164,43 @@ void plan_free(struct plan *p)
 		for (char **e = p->slots[i].env; e && *e; e++)
 			free(*e);
 		free(p->slots[i].env);
+		topo_slot_free(&p->slots[i].place);
 	}
 	free(p->slots);
 	p->slots = NULL;
 	p->nslots = 0;
+}
+
+void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		     struct plan_secret *out)
+{
+	static const char *const ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
+	const char *v = env->getenv(env->ctx, PLAN_SECRET_VAR);
+	unsigned char rnd[16];
+	unsigned long h = 5381;
+	char seed[512];
+
+	if (v && *v) {
+		snprintf(out->value, sizeof(out->value), "%s", v);
+		out->kind = PLAN_SECRET_GIVEN;
+		return;
+	}
+	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			snprintf(out->value + 2 * i, sizeof(out->value) - 2 * i, "%02x", rnd[i]);
+		out->kind = PLAN_SECRET_RANDOM;
+		return;
+	}
+	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+		if ((v = env->getenv(env->ctx, ids[i])) && *v) {
+			snprintf(seed, sizeof(seed), "%s=%s", ids[i], v);
+			break;
+		}
+	for (const char *q = seed; *q; q++)
+		h = h * 33 + (unsigned char)*q;
+	snprintf(out->value, sizeof(out->value), "derived-%016lx", h);
+	out->kind = PLAN_SECRET_DERIVED;
 }
 
 char *plan_slot_json(const struct plan *p, int i)
@@ -136,8 +218,9 @@ char *plan_slot_json(const struct plan *p, int i)
 							   "<secret>" : eq + 1));
 	}
 	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o}", "rank", s->rank, "local_rank",
-			s->local_rank, "node_rank", p->node_rank, "gpu", s->gpu, "cpus", s->cpus,
-			"numa", s->numa, "env", env);
+			s->local_rank, "node_rank", p->node_rank, "gpu", s->place.gpu,
+			"cpus", s->place.cpus ? s->place.cpus : "",
+			"numa", s->place.numa ? s->place.numa : "", "env", env);
 	if (!row)
 		return NULL;
 	out = json_dumps(row, JSON_COMPACT);

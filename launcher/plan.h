@@ -1,7 +1,9 @@
-/* The slot plan: for each local slot its ranks, GPU, cpuset and the
- * environment slotrun sets for it (DESIGN.md, "What every worker gets").
+/* The slot plan: for each local slot its ranks, placement (GPU, cpuset),
+ * whether the console shows it, and the environment slotrun sets for it
+ * (DESIGN.md, "What every worker gets"); and the job's rendezvous secret.
  * Pure: built from values; the user's environment is read through ci_env
- * only to leave alone what the user already set. */
+ * (the same injected view ClusterInfo reads), so tests give it as a value.
+ * The one exception is the random secret of a one-node job. */
 #ifndef SLOTRUN_PLAN_H
 #define SLOTRUN_PLAN_H
 
@@ -11,14 +13,16 @@
 #include "topology.h"
 
 #define PLAN_SECRET_VAR "SLOTRUN_JOB_SECRET"
+#define PLAN_SECRET_MAX 128    /* with the NUL; a longer given secret is cut */
 
 struct plan_slot {
 	int rank, local_rank;
-	const char *gpu;    /* CUDA_VISIBLE_DEVICES for it, or NULL */
-	const char *cpus;   /* hwloc list string, "" when unbound */
-	const char *numa;
-	int ncpus;
-	char **env;         /* "NAME=VALUE" slotrun sets, NULL-terminated */
+	struct topo_slot place;   /* owned: its GPU in CUDA's numbering (gpu NULL:
+				   * none), cpuset and NUMA node; all unset
+				   * (cpus NULL, cpuset NULL) without a topology */
+	bool shown;               /* its output is echoed on the console
+				   * (--ranks-filter); log files get every slot */
+	char **env;               /* "NAME=VALUE" slotrun sets, NULL-terminated */
 };
 
 struct plan {
@@ -28,16 +32,49 @@ struct plan {
 };
 
 struct plan_opts {
-	const char *secret;   /* the job secret (SLOTRUN_JOB_SECRET) */
+	const char *secret;   /* the job secret (plan_job_secret) */
 	const char *iface;    /* interface for NCCL/Gloo, or NULL */
 	bool pci_order;       /* GPUs numbered by PCI bus: export CUDA_DEVICE_ORDER */
 };
 
-/* tslots: ci->slots entries from topo_plan (or NULL: no GPU, no binding).
- * Returns 0 or -ENOMEM. */
-int plan_build(const struct cluster_info *ci, const struct topo_slot *tslots,
+/* Builds this node's plan.  tslots: ci->slots placements from topo_plan, or
+ * NULL without a topology (no GPU, no binding).  Each entry is moved into its
+ * slot, on failure too: the caller's entries are left zeroed and only the
+ * array stays the caller's to free.  Every slot starts shown.
+ *
+ * A slot's GPU is turned into the numbering CUDA sees in this environment,
+ * while placement used physical ids.  They differ inside a container
+ * (Determined's slot ids are the agent's devices; the container sees its own
+ * GPUs from 0) and under Slurm's device cgroups: then an inherited
+ * CUDA_VISIBLE_DEVICES gives the slot's entry, and without one a Determined
+ * container numbers its GPUs by position (on bare metal Slurm's ids are
+ * CUDA's).  Returns 0 or -ENOMEM (p holds nothing then). */
+int plan_build(const struct cluster_info *ci, struct topo_slot *tslots,
 	       const struct plan_opts *po, const struct ci_env *env, struct plan *p);
+
+/* Frees the slots, their placements and environments; p is empty after. */
 void plan_free(struct plan *p);
+
+enum plan_secret_kind {
+	PLAN_SECRET_GIVEN,     /* the user's SLOTRUN_JOB_SECRET */
+	PLAN_SECRET_RANDOM,    /* one node: fresh random bytes, in hex */
+	PLAN_SECRET_DERIVED,   /* several nodes: from the scheduler's job id or the
+				* chief's address; every node computes it alike,
+				* but anyone who knows the job can too */
+};
+
+struct plan_secret {
+	char value[PLAN_SECRET_MAX];
+	enum plan_secret_kind kind;
+};
+
+/* The rendezvous secret every rank of the job must share: the user's
+ * SLOTRUN_JOB_SECRET; else on one node a fresh random one; else one
+ * derived from DET_ALLOCATION_ID, SLURM_JOB_ID or DET_TRIAL_ID (the first
+ * set), or from the chief's address and port.  A single node whose random
+ * source fails falls back to the derived one. */
+void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		     struct plan_secret *out);
 
 /* One --dry-run row: a one-line JSON object, malloc'd.  The secret's value
  * is shown as "<secret>". */

@@ -270,7 +270,7 @@ static void stage_text(const struct runner *r, int i, enum spawn_stage st, int e
 
 	if (st == SPAWN_BIND)
 		snprintf(buf, len, "cannot bind to cpus %s (NUMA node %s): %s",
-			 c->tslots[i].cpus, c->tslots[i].numa, strerror(e));
+			 c->plan->slots[i].place.cpus, c->plan->slots[i].place.numa, strerror(e));
 	else if (st == SPAWN_EXEC)
 		snprintf(buf, len, "cannot execute '%s': %s", c->exec_path, strerror(e));
 	else
@@ -331,15 +331,15 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		}
 		fcntl(po[0], F_SETFL, O_NONBLOCK);
 		fcntl(pe[0], F_SETFL, O_NONBLOCK);
-		out_stream_init(&w->out, po[0], c->shown[i] ? &r->con[0] : NULL, lo, NULL);
-		out_stream_init(&w->err, pe[0], c->shown[i] ? &r->con[1] : NULL, le, &w->tail);
+		out_stream_init(&w->out, po[0], s->shown ? &r->con[0] : NULL, lo, NULL);
+		out_stream_init(&w->err, pe[0], s->shown ? &r->con[1] : NULL, le, &w->tail);
 		argv = worker_argv(c, s, rankbuf);
 		envp = plan_envp(s, c->base_env);
 		req = (struct spawn_req){
 			.path = c->exec_path, .argv = argv, .envp = envp,
 			.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],
-			.topo = c->tslots && c->tslots[i].cpuset ? c->topo : NULL,
-			.slot = c->tslots ? &c->tslots[i] : NULL,
+			.topo = s->place.cpuset ? c->topo : NULL,
+			.slot = &s->place,
 			.child_mask = orig_mask, .reset_signals = handled, .nreset = NHANDLED,
 			.nofile = c->nofile,
 		};

@@ -14,12 +14,10 @@
 struct runner_cfg {
 	const struct plan *plan;
 	struct topo *topo;               /* NULL: no binding */
-	const struct topo_slot *tslots;  /* plan->nslots entries, or NULL */
 	const char *exec_path;           /* wrap_rank, or the command with --no-wrap */
 	bool wrapped;
 	char *const *cmd;                /* the user's command */
 	char *const *base_env;
-	const bool *shown;               /* by local slot: echo to the console */
 	const char *log_dir;             /* or NULL */
 	const char *error_file;          /* or NULL */
 	double grace;

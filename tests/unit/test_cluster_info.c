@@ -11,6 +11,7 @@
 
 #include "cluster_info.h"
 #include "leak_check.h"
+#include "tmp_dir.h"
 
 #define CI_TEST(suite, name) LEAK_TEST(suite, name)
 
@@ -1265,154 +1266,6 @@ CI_TEST(ci, explicit_slots_disagree_with_gpu_list)
 	FAILS("--slots '1,3' gives this node 3 slots", "SLURM_STEP_GPUS '0' names 1 GPUs");
 }
 
-/* ---- hostlists ---- */
-
-/* Arrays, not pointers: Criterion hands parameters to a test running in
- * another process, where only cr_malloc'd pointers would be valid. */
-struct hl_case {
-	char in[320];
-	char want[96];       /* names joined by ' ', or the error's words */
-};
-
-static void join(char **hosts, int n, char *out, size_t len)
-{
-	out[0] = '\0';
-	for (int i = 0; i < n; i++)
-		snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? " " : "", hosts[i]);
-}
-
-TestSuite(hostlist);
-
-ParameterizedTestParameters(hostlist, expands)
-{
-	static struct hl_case cases[] = {
-		{ "gpu[01-04,07],cpu-a[1-2]", "gpu01 gpu02 gpu03 gpu04 gpu07 cpu-a1 cpu-a2" },
-		{ "node1", "node1" },
-		{ "a,b,c", "a b c" },
-		{ "r[1-2]n[01-02]", "r1n01 r1n02 r2n01 r2n02" },
-		{ "a[1-2]b[3]c[5-6]d", "a1b3c5d a1b3c6d a2b3c5d a2b3c6d" },
-		{ "n[8-10]", "n8 n9 n10" },
-		{ "n[08-10]", "n08 n09 n10" },
-		{ "n[098-101]", "n098 n099 n100 n101" },
-		{ "n[007]", "n007" },
-		{ "x[3,1]", "x3 x1" },
-		{ "[1-3]", "1 2 3" },
-		{ "gpu[1-2]-ib", "gpu1-ib gpu2-ib" },
-		{ "10.0.0.[1-3]", "10.0.0.1 10.0.0.2 10.0.0.3" },
-		{ "n[0-1],m,k[5]", "n0 n1 m k5" },
-		{ "rack[1-2]-node[1,3]", "rack1-node1 rack1-node3 rack2-node1 rack2-node3" },
-		{ "n[0-0]", "n0" },
-		{ "n[999999999]", "n999999999" },
-	};
-	return cr_make_param_array(struct hl_case, cases, sizeof(cases) / sizeof(cases[0]));
-}
-
-ParameterizedTest(struct hl_case *tc, hostlist, expands)
-{
-	char **hosts = NULL, err[256] = "", got[512];
-	int n = -1;
-
-	cr_assert_eq(ci_parse_hostlist(tc->in, &hosts, &n, err, sizeof(err)), 0, "'%s': %s",
-		     tc->in, err);
-	join(hosts, n, got, sizeof(got));
-	cr_assert_str_eq(got, tc->want, "'%s'", tc->in);
-	for (int i = 0; i < n; i++)
-		free(hosts[i]);
-	free(hosts);
-	leak_check();
-}
-
-ParameterizedTestParameters(hostlist, rejects)
-{
-	static struct hl_case cases[] = {
-		{ "gpu[01-", "'gpu[01-': unclosed '['" },
-		{ "n[1-2", "unclosed '['" },
-		{ "", "hostlist '': empty host list" },
-		{ "a,,b", "empty host name" },
-		{ "a,", "empty host name" },
-		{ ",a", "empty host name" },
-		{ "n[5-3]", "reversed range '5-3'" },
-		{ "n[]", "empty '[]'" },
-		{ "n[1-]", "expected numbers or ranges" },
-		{ "n[-3]", "expected numbers or ranges" },
-		{ "n[a]", "expected numbers or ranges" },
-		{ "n[1,]", "expected numbers or ranges" },
-		{ "n[1 ]", "expected numbers or ranges" },
-		{ "n[1-2-3]", "expected numbers or ranges" },
-		{ "n[1234567890]", "expected numbers or ranges" },
-		{ "n1-2]", "']' without '['" },
-		{ "n[1[2]]", "'[' inside '[...]'" },
-		{ "n[0-65536]", "expands to more than 65536 hosts" },
-		{ "a[0-300]b[0-300]", "expands to more than 65536 hosts" },
-		{ "n[1-40000],m[1-40000]", "expands to more than 65536 hosts" },
-		{ "n[0-999999999]", "expands to more than 65536 hosts" },
-		{ "bad host", "unexpected character ' '" },
-		{ "a\tb", "unexpected character '\\x09'" },
-		{ "a;b\n", "unexpected character '\\x0a'" },
-		{ "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
-		  "xxxxxxxxxx[1-10]", "longer than 253" },
-	};
-	return cr_make_param_array(struct hl_case, cases, sizeof(cases) / sizeof(cases[0]));
-}
-
-ParameterizedTest(struct hl_case *tc, hostlist, rejects)
-{
-	char **hosts = (char **)1, err[512] = "";
-	int n = -1;
-
-	cr_assert_eq(ci_parse_hostlist(tc->in, &hosts, &n, err, sizeof(err)), -EINVAL,
-		     "'%s' was accepted", tc->in);
-	cr_assert_null(hosts);
-	cr_assert_eq(n, 0);
-	cr_assert_not_null(strstr(err, tc->want), "'%s': message '%s' lacks '%s'", tc->in, err,
-			   tc->want);
-	cr_assert_null(strchr(err, '\n'));
-	leak_check();
-}
-
-CI_TEST(hostlist, largest_allowed)
-{
-	char **hosts = NULL, err[256] = "";
-	int n = 0;
-
-	cr_assert_eq(ci_parse_hostlist("n[00001-65536]", &hosts, &n, err, sizeof(err)), 0, "%s",
-		     err);
-	cr_assert_eq(n, CI_MAX_NODES);
-	cr_assert_str_eq(hosts[0], "n00001");
-	cr_assert_str_eq(hosts[n - 1], "n65536");
-	for (int i = 0; i < n; i++)
-		free(hosts[i]);
-	free(hosts);
-}
-
-CI_TEST(hostlist, name_length_limit)
-{
-	char in[300], **hosts = NULL, err[512] = "";
-	int n = 0;
-
-	memset(in, 'x', 251);
-	strcpy(in + 251, "[9-10]");    /* longest name: 253 */
-	cr_assert_eq(ci_parse_hostlist(in, &hosts, &n, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(strlen(hosts[1]), 253);
-	for (int i = 0; i < n; i++)
-		free(hosts[i]);
-	free(hosts);
-	strcpy(in + 251, "[09-10]x");
-	cr_assert_eq(ci_parse_hostlist(in, &hosts, &n, err, sizeof(err)), -EINVAL);
-	cr_assert_not_null(strstr(err, "longer than 253"), "%s", err);
-}
-
-CI_TEST(hostlist, null_is_empty)
-{
-	char **hosts = NULL, err[256] = "";
-	int n = 0;
-
-	cr_assert_eq(ci_parse_hostlist(NULL, &hosts, &n, err, sizeof(err)), -EINVAL);
-	cr_assert_not_null(strstr(err, "empty host list"));
-}
-
 /* ---- source names ---- */
 
 CI_TEST(ci, source_names)
@@ -1426,8 +1279,6 @@ CI_TEST(ci, source_names)
 
 /* ---- the real environment and files ---- */
 
-static char tmpdir[64];
-
 static void real_setup(void)
 {
 	static const char *const vars[] = { "SLURM_JOB_NODELIST", "SLURM_NODEID", "SLURM_NNODES",
@@ -1439,32 +1290,11 @@ static void real_setup(void)
 	/* the test may itself run under Slurm or on a GPU box */
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
 		unsetenv(vars[i]);
-	strcpy(tmpdir, "/tmp/ci_test.XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
+	tmp_dir_setup();
 	setenv("SLOTRUN_DET_INFO_DIR", tmpdir, 1);
 }
 
-static void real_teardown(void)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	if (system(cmd) != 0)
-		cr_log_warn("could not remove %s", tmpdir);
-}
-
-static const char *write_file(const char *name, const char *text, size_t len)
-{
-	const char *path = fmt("%s/%s", tmpdir, name);
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	cr_assert_eq(fwrite(text, 1, len, f), len);
-	cr_assert_eq(fclose(f), 0);
-	return path;
-}
-
-TestSuite(process_env, .init = real_setup, .fini = real_teardown, .timeout = 20);
+TestSuite(process_env, .init = real_setup, .fini = tmp_dir_teardown, .timeout = 20);
 
 CI_TEST(process_env, reads_files_and_environment)
 {
@@ -1472,7 +1302,7 @@ CI_TEST(process_env, reads_files_and_environment)
 	struct cluster_info ci;
 	char err[256];
 
-	write_file("rendezvous.json", rv, strlen(rv));
+	tmp_write("rendezvous.json", rv, strlen(rv));
 	setenv("SLOTRUN_SLOTS", "3", 1);
 	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(ci.nnodes, 2);
@@ -1484,60 +1314,8 @@ CI_TEST(process_env, reads_files_and_environment)
 	ci_free(&ci);    /* harmless twice */
 }
 
-CI_TEST(process_env, absent_files_are_enoent)
-{
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/none.json", tmpdir)));
-	cr_assert_eq(errno, ENOENT);
-}
-
-CI_TEST(process_env, reads_a_file_whole)
-{
-	static char big[200000];
-	char *got;
-
-	for (size_t i = 0; i < sizeof(big); i++)
-		big[i] = (char)('a' + i % 26);
-	write_file("big", big, sizeof(big));
-	got = ci_process_env.read_file(NULL, fmt("%s/big", tmpdir));
-	cr_assert_not_null(got);
-	cr_assert_eq(strlen(got), sizeof(big));
-	cr_assert(!memcmp(got, big, sizeof(big)));
-	free(got);
-	write_file("empty", "", 0);
-	got = ci_process_env.read_file(NULL, fmt("%s/empty", tmpdir));
-	cr_assert_not_null(got);
-	cr_assert_str_eq(got, "");
-	free(got);
-}
-
-CI_TEST(process_env, refuses_large_files)
-{
-	static char big[CI_MAX_FILE_SIZE + 1];
-
-	memset(big, ' ', sizeof(big));
-	write_file("big", big, sizeof(big));
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fmt("%s/big", tmpdir)));
-	cr_assert_eq(errno, EFBIG);
-	write_file("exact", big, CI_MAX_FILE_SIZE);
-	char *got = ci_process_env.read_file(NULL, fmt("%s/exact", tmpdir));
-	cr_assert_not_null(got, "a file of exactly the limit is fine");
-	free(got);
-}
-
-CI_TEST(process_env, refuses_directories_and_fifos)
-{
-	const char *fifo = fmt("%s/fifo", tmpdir);
-
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, tmpdir));
-	cr_assert_eq(errno, EINVAL);
-	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	errno = 0;
-	cr_assert_null(ci_process_env.read_file(NULL, fifo), "a FIFO must not block");
-	cr_assert_eq(errno, EINVAL);
-}
+/* How the file is read (size limit, FIFOs, errno) is tested with
+ * io_read_file in test_io.c. */
 
 CI_TEST(process_env, a_large_rendezvous_file_is_an_error)
 {
@@ -1548,7 +1326,7 @@ CI_TEST(process_env, a_large_rendezvous_file_is_an_error)
 	memset(big, ' ', sizeof(big));
 	big[0] = '{';
 	big[sizeof(big) - 1] = '}';
-	write_file("rendezvous.json", big, sizeof(big));
+	tmp_write("rendezvous.json", big, sizeof(big));
 	cr_assert_eq(ci_load(NULL, &ci_process_env, 0, &ci, err, sizeof(err)), -EINVAL);
 	cr_assert_not_null(strstr(err, "rendezvous.json: cannot read: larger than"), "%s", err);
 }

@@ -2,11 +2,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "io.h"
 #include "leak_check.h"
+#include "tmp_dir.h"
 
 LEAK_TEST(io, parse_long_accepts_plain_numbers)
 {
@@ -70,4 +75,76 @@ LEAK_TEST(io, read_reports_eof_and_errors)
 	cr_assert_eq(io_read(p[0], &c, 1), 0);
 	close(p[0]);
 	cr_assert_eq(io_read(p[0], &c, 1), -EBADF);
+}
+
+/* ---- io_read_file, on files in a fresh folder ---- */
+
+#define MAX (1 << 20)    /* what ClusterInfo allows an info file */
+
+TestSuite(read_file, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeout = 20);
+
+LEAK_TEST(read_file, absent_files_are_enoent)
+{
+	errno = 0;
+	cr_assert_null(io_read_file(tmp_path("none.json"), MAX));
+	cr_assert_eq(errno, ENOENT);
+}
+
+LEAK_TEST(read_file, reads_a_file_whole)
+{
+	static char big[200000];
+	char *got;
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (char)('a' + i % 26);
+	tmp_write("big", big, sizeof(big));
+	got = io_read_file(tmp_path("big"), MAX);
+	cr_assert_not_null(got);
+	cr_assert_eq(strlen(got), sizeof(big));
+	cr_assert(!memcmp(got, big, sizeof(big)));
+	free(got);
+	tmp_write("empty", "", 0);
+	got = io_read_file(tmp_path("empty"), MAX);
+	cr_assert_not_null(got);
+	cr_assert_str_eq(got, "");
+	free(got);
+}
+
+LEAK_TEST(read_file, refuses_large_files)
+{
+	static char big[MAX + 1];
+
+	memset(big, ' ', sizeof(big));
+	tmp_write("big", big, sizeof(big));
+	errno = 0;
+	cr_assert_null(io_read_file(tmp_path("big"), MAX));
+	cr_assert_eq(errno, EFBIG);
+	tmp_write("exact", big, MAX);
+	char *got = io_read_file(tmp_path("exact"), MAX);
+	cr_assert_not_null(got, "a file of exactly the limit is fine");
+	free(got);
+	errno = 0;
+	cr_assert_null(io_read_file(tmp_write("one", "x", 1), 0));
+	cr_assert_eq(errno, EFBIG, "max 0 allows only an empty file");
+}
+
+LEAK_TEST(read_file, refuses_directories_and_fifos)
+{
+	const char *fifo = tmp_path("fifo");
+
+	errno = 0;
+	cr_assert_null(io_read_file(tmpdir, MAX));
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	errno = 0;
+	cr_assert_null(io_read_file(fifo, MAX), "a FIFO must not block");
+	cr_assert_eq(errno, EINVAL);
+}
+
+LEAK_TEST(read_file, other_errors_come_through)
+{
+	tmp_write("file", "x", 1);
+	errno = 0;
+	cr_assert_null(io_read_file(tmp_path("file/x"), MAX));
+	cr_assert_eq(errno, ENOTDIR);
 }

@@ -20,6 +20,18 @@ static struct cluster_info two_nodes(void)
 	};
 }
 
+/* A placement as topo_plan makes one: the plan takes it over and frees it. */
+static struct topo_slot placed(const char *gpu, const char *cpus, const char *numa, int ncpus)
+{
+	struct topo_slot s = { .ncpus = ncpus, .gpu_index = -1 };
+
+	s.gpu = gpu ? strdup(gpu) : NULL;
+	s.cpus = strdup(cpus);
+	s.numa = strdup(numa);
+	cr_assert((s.gpu || !gpu) && s.cpus && s.numa);
+	return s;
+}
+
 static const char *get(const struct plan_slot *s, const char *name)
 {
 	size_t n = strlen(name);
@@ -73,9 +85,9 @@ LEAK_TEST(plan, gpu_cpus_and_what_the_user_set)
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "x", .iface = "eth1", .pci_order = true };
 	struct topo_slot ts[3] = {
-		{ .gpu = "5", .cpus = "0-3", .numa = "0", .ncpus = 4 },
-		{ .gpu = "2", .cpus = "4-7", .numa = "1", .ncpus = 4 },
-		{ .gpu = NULL, .cpus = "8", .numa = "1", .ncpus = 1 },
+		placed("5", "0-3", "0", 4),
+		placed("2", "4-7", "1", 4),
+		placed(NULL, "8", "1", 1),
 	};
 	const char *e[] = { "GLOO_SOCKET_IFNAME=ib0", NULL };
 	struct plan p;
@@ -94,6 +106,7 @@ LEAK_TEST(plan, gpu_cpus_and_what_the_user_set)
 
 	const char *e2[] = { "OMP_NUM_THREADS=7", NULL };
 	fake_env = e2;
+	ts[0] = placed("5", "0-3", "0", 4);    /* the first plan took the others */
 	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
 	cr_assert_null(get(&p.slots[0], "OMP_NUM_THREADS"), "the user's OMP_NUM_THREADS stays");
 	plan_free(&p);
@@ -103,7 +116,7 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 {
 	struct cluster_info ci = two_nodes();
 	struct plan_opts po = { .secret = "topsecret" };
-	struct topo_slot ts[3] = { { .gpu = "1", .cpus = "0-1", .numa = "0", .ncpus = 2 } };
+	struct topo_slot ts[3] = { placed("1", "0-1", "0", 2) };
 	struct plan p;
 	json_error_t je;
 	char *row;
@@ -156,4 +169,234 @@ LEAK_TEST(plan, envp_overrides_and_keeps_the_rest)
 	cr_assert_eq(found, 3);
 	free(envp);
 	plan_free(&p);
+}
+
+LEAK_TEST(plan, slots_own_their_placement_and_start_shown)
+{
+	struct cluster_info ci = two_nodes();
+	struct plan_opts po = { .secret = "x" };
+	struct topo_slot ts[3] = {
+		placed("5", "0-3", "0", 4),
+		placed("2", "4-7", "1", 4),
+		placed(NULL, "8", "1", 1),
+	};
+	char *gpu0 = ts[0].gpu, *cpus2 = ts[2].cpus;
+	struct plan p;
+
+	fake_env = NULL;
+	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
+	cr_assert_eq(p.slots[0].place.gpu, gpu0, "moved, not copied");
+	cr_assert_eq(p.slots[2].place.cpus, cpus2);
+	cr_assert_eq(p.slots[1].place.ncpus, 4);
+	for (int i = 0; i < 3; i++) {
+		cr_assert(p.slots[i].shown);
+		cr_assert_null(ts[i].gpu, "the caller's entry is left empty");
+		cr_assert_null(ts[i].cpus);
+		cr_assert_null(ts[i].numa);
+	}
+	plan_free(&p);
+	cr_assert_null(p.slots);
+	cr_assert_eq(p.nslots, 0);
+
+	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
+	for (int i = 0; i < 3; i++) {
+		cr_assert(p.slots[i].shown);
+		cr_assert_null(p.slots[i].place.gpu, "no topology: unplaced");
+		cr_assert_null(p.slots[i].place.cpus);
+		cr_assert_null(p.slots[i].place.cpuset);
+		cr_assert_eq(p.slots[i].place.gpu_index, -1);
+	}
+	plan_free(&p);
+}
+
+/* ---- the GPU each worker is told, in CUDA's numbering ---- */
+
+static char *one_addr[] = { "127.0.0.1" };
+static int one_count[] = { 2 };
+
+/* One node with two slots whose GPU source named physical GPUs 4 and 6. */
+static struct cluster_info gpu_node(enum ci_source src, char **gpus, int ngpus, int slots)
+{
+	one_count[0] = slots;
+	return (struct cluster_info){
+		.nnodes = 1, .addrs = one_addr, .slot_counts = one_count, .slots = slots,
+		.world_size = slots, .master_port = 29400, .gpus = gpus, .ngpus = ngpus,
+		.src_gpus = src,
+	};
+}
+
+/* Plans ci with placements on the GPUs ci names and returns the
+ * CUDA_VISIBLE_DEVICES of every slot joined by ' '. */
+static const char *cuda_ids(const struct cluster_info *ci, const char *const *env)
+{
+	static char out[64];
+	struct plan_opts po = { .secret = "x" };
+	struct topo_slot ts[4];
+	struct plan p;
+
+	cr_assert(ci->slots <= 4);
+	for (int i = 0; i < ci->slots; i++)
+		ts[i] = placed(ci->gpus[i % ci->ngpus], "0", "0", 1);
+	fake_env = env;
+	cr_assert_eq(plan_build(ci, ts, &po, &FAKE_ENV, &p), 0);
+	out[0] = '\0';
+	for (int i = 0; i < p.nslots; i++) {
+		const char *v = get(&p.slots[i], "CUDA_VISIBLE_DEVICES");
+		cr_assert_not_null(v);
+		cr_assert_str_eq(v, p.slots[i].place.gpu, "the placement holds what the worker is told");
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? " " : "", v);
+	}
+	plan_free(&p);
+	return out;
+}
+
+static char *phys[] = { "4", "6" };
+
+LEAK_TEST(plan, cuda_numbering_determined_container)
+{
+	struct cluster_info ci = gpu_node(CI_SRC_DETERMINED, phys, 2, 2);
+	const char *hidden[] = { "CUDA_VISIBLE_DEVICES=-1", NULL };
+	const char *nodev[] = { "CUDA_VISIBLE_DEVICES=NoDevFiles", NULL };
+	const char *empty[] = { "CUDA_VISIBLE_DEVICES=", NULL };
+
+	cr_assert_str_eq(cuda_ids(&ci, NULL), "0 1", "the container's own GPUs, by position");
+	cr_assert_str_eq(cuda_ids(&ci, hidden), "0 1");
+	cr_assert_str_eq(cuda_ids(&ci, nodev), "0 1");
+	cr_assert_str_eq(cuda_ids(&ci, empty), "0 1");
+	ci = gpu_node(CI_SRC_DETERMINED, phys, 2, 4);
+	cr_assert_str_eq(cuda_ids(&ci, NULL), "0 1 0 1", "slots share GPUs round-robin");
+}
+
+LEAK_TEST(plan, cuda_numbering_determined_with_inherited_list)
+{
+	struct cluster_info ci = gpu_node(CI_SRC_DETERMINED, phys, 2, 2);
+	const char *uuids[] = { "CUDA_VISIBLE_DEVICES=GPU-a,GPU-b", NULL };
+	const char *one[] = { "CUDA_VISIBLE_DEVICES=3", NULL };
+
+	cr_assert_str_eq(cuda_ids(&ci, uuids), "GPU-a GPU-b", "the slot's entry, as written");
+	cr_assert_str_eq(cuda_ids(&ci, one), "3 3", "a shorter list wraps");
+	ci = gpu_node(CI_SRC_DETERMINED, phys, 2, 4);
+	cr_assert_str_eq(cuda_ids(&ci, uuids), "GPU-a GPU-b GPU-a GPU-b");
+}
+
+LEAK_TEST(plan, cuda_numbering_slurm)
+{
+	struct cluster_info ci = gpu_node(CI_SRC_SLURM, phys, 2, 2);
+	const char *cgroup[] = { "CUDA_VISIBLE_DEVICES=0,1", NULL };
+	const char *hidden[] = { "CUDA_VISIBLE_DEVICES=-1", NULL };
+
+	cr_assert_str_eq(cuda_ids(&ci, NULL), "4 6", "bare metal: Slurm's ids are CUDA's");
+	cr_assert_str_eq(cuda_ids(&ci, hidden), "4 6");
+	cr_assert_str_eq(cuda_ids(&ci, cgroup), "0 1", "device cgroup: the inherited entries");
+}
+
+LEAK_TEST(plan, cuda_numbering_only_for_scheduler_ids)
+{
+	struct cluster_info ci = gpu_node(CI_SRC_SLOTRUN_ENV, phys, 2, 2);
+	const char *inh[] = { "CUDA_VISIBLE_DEVICES=4,6", NULL };
+	struct plan_opts po = { .secret = "x" };
+	struct plan p;
+
+	/* the GPUs came from CUDA_VISIBLE_DEVICES itself: already CUDA's */
+	cr_assert_str_eq(cuda_ids(&ci, inh), "4 6");
+	ci = gpu_node(CI_SRC_DEFAULT, NULL, 0, 2);
+	struct topo_slot ts[2] = { placed("0", "0", "0", 1), placed("1", "1", "0", 1) };
+	fake_env = NULL;
+	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
+	cr_assert_str_eq(get(&p.slots[1], "CUDA_VISIBLE_DEVICES"), "1", "topology's numbering");
+	plan_free(&p);
+	ci = gpu_node(CI_SRC_DETERMINED, phys, 2, 2);
+	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
+	cr_assert_null(get(&p.slots[0], "CUDA_VISIBLE_DEVICES"), "no topology, no GPU");
+	plan_free(&p);
+}
+
+/* ---- the job secret ---- */
+
+static char *pair[] = { "127.0.0.1", "b" };
+static int pair_counts[] = { 1, 1 };
+
+static struct cluster_info pair_node(int node_rank)
+{
+	return (struct cluster_info){
+		.nnodes = 2, .node_rank = node_rank, .addrs = pair, .slot_counts = pair_counts,
+		.slots = 1, .rank_base = node_rank, .world_size = 2, .master_port = 29400,
+	};
+}
+
+static struct plan_secret secret_of(const struct cluster_info *ci, const char *const *env)
+{
+	struct plan_secret s;
+
+	memset(&s, 0x55, sizeof(s));
+	fake_env = env;
+	plan_job_secret(ci, &FAKE_ENV, &s);
+	cr_assert_lt(strlen(s.value), sizeof(s.value));
+	return s;
+}
+
+LEAK_TEST(plan, secret_given_by_the_user)
+{
+	struct cluster_info one = gpu_node(CI_SRC_DEFAULT, NULL, 0, 1), two = pair_node(1);
+	const char *e[] = { "SLOTRUN_JOB_SECRET=s3cret", "DET_ALLOCATION_ID=x1", NULL };
+	char longer[300] = "SLOTRUN_JOB_SECRET=";
+	const char *e2[] = { longer, NULL };
+	struct plan_secret s;
+
+	s = secret_of(&one, e);
+	cr_assert_str_eq(s.value, "s3cret");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+	s = secret_of(&two, e);
+	cr_assert_str_eq(s.value, "s3cret", "given beats derived");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+	memset(longer + strlen(longer), 'k', 200);
+	s = secret_of(&two, e2);
+	cr_assert_eq(strlen(s.value), PLAN_SECRET_MAX - 1, "cut to fit");
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+}
+
+LEAK_TEST(plan, secret_of_one_node_is_random_hex)
+{
+	struct cluster_info one = gpu_node(CI_SRC_DEFAULT, NULL, 0, 1);
+	const char *empty[] = { "SLOTRUN_JOB_SECRET=", "DET_ALLOCATION_ID=x1", NULL };
+	struct plan_secret a = secret_of(&one, NULL), b = secret_of(&one, empty);
+
+	cr_assert_eq(a.kind, PLAN_SECRET_RANDOM);
+	cr_assert_eq(b.kind, PLAN_SECRET_RANDOM, "an empty SLOTRUN_JOB_SECRET is none");
+	cr_assert_eq(strlen(a.value), 32);
+	cr_assert_eq(strspn(a.value, "0123456789abcdef"), 32, "'%s'", a.value);
+	cr_assert_str_neq(a.value, b.value, "fresh every time");
+}
+
+LEAK_TEST(plan, secret_of_several_nodes_is_derived_alike_on_every_node)
+{
+	static const struct {
+		const char *env[3];
+		const char *want;
+	} cases[] = {
+		/* the values slotrun has always derived: nodes of one job may
+		 * run different builds */
+		{ { "DET_ALLOCATION_ID=x1", "SLURM_JOB_ID=77" }, "derived-4176e96147f199b9" },
+		{ { "SLURM_JOB_ID=77", "DET_TRIAL_ID=5" }, "derived-f260fbeb1565bf09" },
+		{ { "DET_ALLOCATION_ID=", "SLURM_JOB_ID=77" }, "derived-f260fbeb1565bf09" },
+		{ { NULL }, "derived-cba6ad9892cd8c73" },    /* chief 127.0.0.1:29400 */
+	};
+	struct cluster_info chief = pair_node(0), other = pair_node(1);
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct plan_secret a = secret_of(&chief, cases[i].env);
+		struct plan_secret b = secret_of(&other, cases[i].env);
+
+		cr_assert_str_eq(a.value, cases[i].want, "case %zu", i);
+		cr_assert_eq(a.kind, PLAN_SECRET_DERIVED);
+		cr_assert_str_eq(b.value, a.value, "every node derives the same secret");
+		cr_assert_eq(b.kind, PLAN_SECRET_DERIVED);
+	}
+
+	const char *trial[] = { "DET_TRIAL_ID=5", NULL };
+	struct plan_secret t = secret_of(&chief, trial);
+	cr_assert_str_neq(t.value, "derived-cba6ad9892cd8c73", "DET_TRIAL_ID is used");
+	chief.master_port = 29401;
+	cr_assert_str_neq(secret_of(&chief, NULL).value, "derived-cba6ad9892cd8c73",
+			  "the chief's port is part of it");
 }

@@ -1,0 +1,295 @@
+/* Parsing helpers shared by the ClusterInfo sources: see ci_parse.h. */
+#include "ci_parse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+
+/* ---- messages ---- */
+
+int ci_fail(struct ci_ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err && c->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int ci_oom(struct ci_ctx *c)
+{
+	if (c->err && c->errlen)
+		snprintf(c->err, c->errlen, "out of memory");
+	return -ENOMEM;
+}
+
+const char *ci_quote(struct ci_quoted *q, const char *s)
+{
+	size_t o = 0, i;
+
+	for (i = 0; s[i] && i < CI_QUOTE_MAX; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch < 0x20 || ch == 0x7f)
+			o += (size_t)snprintf(q->s + o, sizeof(q->s) - o, "\\x%02x", ch);
+		else
+			q->s[o++] = (char)ch;
+	}
+	if (s[i])
+		o += (size_t)snprintf(q->s + o, sizeof(q->s) - o, "...");
+	q->s[o] = '\0';
+	return q->s;
+}
+
+void ci_name_it(char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, CI_WHAT_MAX, fmt, ap);
+	va_end(ap);
+}
+
+void ci_strv_free(char **v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+const char *ci_get(struct ci_ctx *c, const char *name)
+{
+	return c->env->getenv(c->env->ctx, name);
+}
+
+/* ---- values ---- */
+
+/* io_parse_long, but a well-formed number outside [min, max] (a negative
+ * one included) is -ERANGE, so messages can say "out of range". */
+static int parse_long(const char *s, long min, long max, long *v)
+{
+	int r = io_parse_long(s, LONG_MIN, LONG_MAX, v);
+
+	if (r == 0 && (*v < min || *v > max))
+		return -ERANGE;
+	return r;
+}
+
+int ci_parse_num(struct ci_ctx *c, struct ci_num *out, const char *name, const char *s,
+		 long min, long max)
+{
+	struct ci_quoted q;
+	long v;
+	int r;
+
+	if (!s)
+		return 0;
+	r = parse_long(s, min, max, &v);
+	if (r == -ERANGE)
+		return ci_fail(c, "%s '%s' is out of range: expected %ld..%ld", name, ci_quote(&q, s),
+			       min, max);
+	if (r < 0)
+		return ci_fail(c, "%s '%s': expected an integer in %ld..%ld", name, ci_quote(&q, s),
+			       min, max);
+	out->set = true;
+	out->v = v;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
+bool ci_host_ok(const char *h, size_t len)
+{
+	if (len == 0 || len > CI_HOST_MAX || h[0] == '-')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)h[i] <= 0x20 || (unsigned char)h[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* What the kernel accepts as a new interface name (dev_valid_name). */
+static bool iface_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	if (len == 0 || len > CI_IFACE_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch <= 0x20 || ch == 0x7f || ch == '/' || ch == ':')
+			return false;
+	}
+	return true;
+}
+
+int ci_parse_iface(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+
+	if (!s)
+		return 0;
+	if (!iface_ok(s))
+		return ci_fail(c, "%s '%s': expected a network interface name (1..%d characters, "
+			       "no '/', ':' or whitespace)", name, ci_quote(&q, s), CI_IFACE_MAX);
+	out->v = strdup(s);
+	if (!out->v)
+		return ci_oom(c);
+	out->set = true;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
+/* ---- comma lists ---- */
+
+static bool blank(char ch)
+{
+	return ch == ' ' || ch == '\t';
+}
+
+/* Splits s at commas into trimmed copies.  Blanks around entries are
+ * forgiven ("a, b" from a shell); empty entries are not. */
+static int split(struct ci_ctx *c, const char *name, const char *s, int max, char ***out, int *n)
+{
+	struct ci_quoted q;
+	int cnt = 1, i = 0;
+	const char *p;
+	char **v;
+
+	for (p = s; *p; p++)
+		cnt += *p == ',';
+	if (cnt > max)
+		return ci_fail(c, "%s '%s': more than %d entries", name, ci_quote(&q, s), max);
+	v = calloc((size_t)cnt, sizeof(*v));
+	if (!v)
+		return ci_oom(c);
+	for (p = s;; p++) {
+		const char *end = strchr(p, ',');
+		const char *b = p, *e = end ? end : p + strlen(p);
+		while (b < e && blank(*b))
+			b++;
+		while (e > b && blank(e[-1]))
+			e--;
+		if (b == e) {
+			ci_strv_free(v, i);
+			return ci_fail(c, "%s '%s': entry %d is empty: expected a comma list", name,
+				       ci_quote(&q, s), i);
+		}
+		v[i] = strndup(b, (size_t)(e - b));
+		if (!v[i]) {
+			ci_strv_free(v, i);
+			return ci_oom(c);
+		}
+		i++;
+		if (!end)
+			break;
+		p = end;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+int ci_parse_list(struct ci_ctx *c, struct ci_strlist *out, const char *name, const char *s,
+		  int max, bool (*ok)(const char *), const char *complaint)
+{
+	struct ci_quoted q, q2;
+	char **v;
+	int n, r;
+
+	r = split(c, name, s, max, &v, &n);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < n; i++) {
+		if (!ok(v[i])) {
+			ci_fail(c, "%s '%s': entry '%s'%s", name, ci_quote(&q, s), ci_quote(&q2, v[i]),
+				complaint);
+			ci_strv_free(v, n);
+			return -EINVAL;
+		}
+	}
+	out->set = true;
+	out->v = v;
+	out->n = n;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
+static bool addr_ok(const char *s)
+{
+	return ci_host_ok(s, strlen(s));
+}
+
+int ci_parse_addrs(struct ci_ctx *c, struct ci_strlist *out, const char *name, const char *s)
+{
+	if (!s)
+		return 0;
+	return ci_parse_list(c, out, name, s, CI_MAX_NODES, addr_ok, " is not a host name or address");
+}
+
+int ci_parse_slots(struct ci_ctx *c, struct ci_slotspec *out, const char *name, const char *s)
+{
+	struct ci_quoted q, q2;
+	char **v;
+	int n, r;
+	long x;
+
+	if (!s)
+		return 0;
+	r = split(c, name, s, CI_MAX_NODES, &v, &n);
+	if (r < 0)
+		return r;
+	out->v = calloc((size_t)n, sizeof(*out->v));
+	if (!out->v) {
+		ci_strv_free(v, n);
+		return ci_oom(c);
+	}
+	for (int i = 0; i < n; i++) {
+		r = parse_long(v[i], 1, CI_MAX_SLOTS, &x);
+		if (r < 0) {
+			ci_fail(c, "%s '%s': entry '%s' %s: expected a slot count in 1..%d%s", name,
+				ci_quote(&q, s), ci_quote(&q2, v[i]),
+				r == -ERANGE ? "is out of range" : "is not a number", CI_MAX_SLOTS,
+				n > 1 ? " per node" : " (or a comma list, one per node)");
+			ci_strv_free(v, n);
+			free(out->v);
+			out->v = NULL;
+			return -EINVAL;
+		}
+		out->v[i] = (int)x;
+	}
+	ci_strv_free(v, n);
+	out->set = true;
+	out->per_node = n > 1;
+	out->n = n;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
+int ci_check_unique(struct ci_ctx *c, const struct ci_strlist *g)
+{
+	for (int i = 0; i < g->n; i++)
+		for (int j = 0; j < i; j++)
+			if (!strcmp(g->v[i], g->v[j])) {
+				struct ci_quoted q;
+				return ci_fail(c, "%s: GPU '%s' is listed twice", g->what,
+					       ci_quote(&q, g->v[i]));
+			}
+	return 0;
+}
+
+bool ci_gpu_index_ok(const char *s)
+{
+	long x;
+
+	return io_parse_long(s, 0, INT32_MAX, &x) == 0;
+}
