@@ -45,6 +45,40 @@ def wait_for(cond, timeout=10.0, what="condition"):
         delay = min(delay * 2, 0.05)
 
 
+# The machine's scheduler environment would change what slotrun does.
+_SCRUB = [k for k in os.environ if k.startswith(("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_"))] + \
+         ["RANK", "WORLD_SIZE", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
+
+
+def job_env(extra=None):
+    """This environment without scheduler variables, for a slotrun that
+    must plan from its flags alone; extra added."""
+    e = {k: v for k, v in os.environ.items() if k not in _SCRUB}
+    e["SLOTRUN_DET_INFO_DIR"] = "/nonexistent"
+    e.update(extra or {})
+    return e
+
+
+def pids_with_env(exe_part, **env):
+    """Processes whose program path contains exe_part and whose environment
+    has every NAME=value given."""
+    want = {f"{k}={v}".encode() for k, v in env.items()}
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if exe_part.encode() not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if want <= set(f.read().split(b"\0")):
+                    out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
 def pid_alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -55,10 +89,11 @@ def pid_alive(pid):
 
 
 class Proc:
-    """A child with its stdout/stderr read through our own pipes."""
+    """A child with its stdout/stderr read through our own pipes.  Its
+    environment is ours with env added, or environ alone when given."""
 
-    def __init__(self, argv, env=None, **kw):
-        e = dict(os.environ)
+    def __init__(self, argv, env=None, environ=None, **kw):
+        e = dict(os.environ if environ is None else environ)
         if env:
             e.update(env)
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
