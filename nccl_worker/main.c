@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,17 +45,23 @@ static const char usage[] =
 	"the rank at fault); 2 bad flags or environment; 77 --backend nccl without NCCL or\n"
 	"a GPU.\n";
 
+/* Which command's flags are being parsed: the benchmark's errors end with a
+ * second line pointing at --help, as they always have; train's are one
+ * line, since they are read in logs where every rank prints them. */
+static bool parsing_train;
+
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("nccl_worker: ", stderr);
+	fputs(parsing_train ? "nccl_worker train: " : "nccl_worker: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs("\nTry 'nccl_worker --help'.\n", stderr);
+	fputs(parsing_train ? " (see nccl_worker train --help)\n" : "\nTry 'nccl_worker --help'.\n",
+	      stderr);
 	return BENCH_EXIT_USAGE;
 }
 
@@ -89,20 +96,13 @@ static const char train_usage[] =
 	"Exit status: 0 finished or preempted; 1 a failure, or a missing or damaged\n"
 	"checkpoint; 2 bad flags or environment, or a checkpoint of another configuration.\n";
 
-static int train_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* One line: the train subcommand's errors are meant to be read in a log
- * where every rank prints them. */
-static int train_usage_error(const char *fmt, ...)
+/* What getopt_long's ':' (a missing value) or '?' (an unknown option) was
+ * about. */
+static int option_error(int ch, char **argv)
 {
-	va_list ap;
-
-	fputs("nccl_worker train: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see nccl_worker train --help)\n", stderr);
-	return TRAIN_EXIT_USAGE;
+	if (ch == ':')
+		return usage_error("option '%s' needs a value", argv[optind - 1]);
+	return usage_error("unknown option '%s'", argv[optind - 1]);
 }
 
 static int train_cmd(int argc, char **argv)
@@ -125,31 +125,32 @@ static int train_cmd(int argc, char **argv)
 	long v;
 	int ch;
 
+	parsing_train = true;
 	opterr = 0;
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case O_STEPS:
 			if (io_parse_long(optarg, 1, MODEL_MAX_STEPS, &v) < 0)
-				return train_usage_error("--steps '%s': expected a count from 1 to %u",
+				return usage_error("--steps '%s': expected a count from 1 to %u",
 							 optarg, MODEL_MAX_STEPS);
 			o.steps = (uint64_t)v;
 			break;
 		case O_GRAD:
 			if (bench_parse_size(optarg, &o.grad_bytes) < 0 || o.grad_bytes < 4 ||
 			    o.grad_bytes % 4 || o.grad_bytes > MODEL_MAX_GRAD_BYTES)
-				return train_usage_error("--grad-bytes '%s': expected a multiple of 4 "
+				return usage_error("--grad-bytes '%s': expected a multiple of 4 "
 							 "from 4 to 256M", optarg);
 			break;
 		case O_BATCH:
 			if (io_parse_long(optarg, 1, MODEL_MAX_BATCH, &v) < 0)
-				return train_usage_error("--global-batch-size '%s': expected a count "
+				return usage_error("--global-batch-size '%s': expected a count "
 							 "from 1 to %u", optarg, MODEL_MAX_BATCH);
 			o.global_batch = (uint64_t)v;
 			break;
 		case O_AGG:
 			if (io_parse_long(optarg, 1, MODEL_MAX_AGG, &v) < 0)
-				return train_usage_error("--aggregation-frequency '%s': expected a count "
+				return usage_error("--aggregation-frequency '%s': expected a count "
 							 "from 1 to %u", optarg, MODEL_MAX_AGG);
 			o.agg_freq = (uint32_t)v;
 			break;
@@ -161,7 +162,7 @@ static int train_cmd(int argc, char **argv)
 			break;
 		case O_DIR:
 			if (!*optarg)
-				return train_usage_error("--checkpoint-dir: expected a folder");
+				return usage_error("--checkpoint-dir: expected a folder");
 			o.ckpt_dir = optarg;
 			break;
 		case O_RESUME:
@@ -169,28 +170,26 @@ static int train_cmd(int argc, char **argv)
 			break;
 		case O_SEED:
 			if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
-				return train_usage_error("--seed '%s': expected a number from 0", optarg);
+				return usage_error("--seed '%s': expected a number from 0", optarg);
 			o.seed = (uint64_t)v;
 			break;
 		case 'h':
 			fputs(train_usage, stdout);
 			return 0;
-		case ':':
-			return train_usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return train_usage_error("unknown option '%s'", argv[optind - 1]);
+			return option_error(ch, argv);
 		}
 	}
 	if (optind < argc)
-		return train_usage_error("unexpected argument '%s'", argv[optind]);
+		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (!o.steps)
-		return train_usage_error("--steps is required");
+		return usage_error("--steps is required");
 	if (!o.grad_bytes)
-		return train_usage_error("--grad-bytes is required");
+		return usage_error("--grad-bytes is required");
 	if (!o.global_batch)
-		return train_usage_error("--global-batch-size is required");
+		return usage_error("--global-batch-size is required");
 	if (!o.ckpt_dir)
-		return train_usage_error("--checkpoint-dir is required");
+		return usage_error("--checkpoint-dir is required");
 	return train_main(&o);
 }
 
@@ -283,10 +282,8 @@ int main(int argc, char **argv)
 		case 'V':
 			puts("nccl_worker " SLOTRUN_VERSION);
 			return 0;
-		case ':':
-			return usage_error("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return usage_error("unknown option '%s'", argv[optind - 1]);
+			return option_error(ch, argv);
 		}
 	}
 	if (optind < argc)
