@@ -1,5 +1,6 @@
 #include "half.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 /* Shifts the significand m right by `shift` bits (1..31), rounding to
@@ -51,22 +52,65 @@ float half_to_float(uint16_t h)
 		f = (float)man * 0x1p-24f;
 		return sign ? -f : f;
 	}
-	if (exp == 31)
-		u = sign | 0x7f800000u | (man << 13);
+	if (exp == 31)  /* infinity; NaN made quiet, as F16C does */
+		u = sign | 0x7f800000u | (man << 13) | (man ? 0x400000u : 0);
 	else
 		u = sign | ((exp + 127 - 15) << 23) | (man << 13);
 	memcpy(&f, &u, sizeof(f));
 	return f;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* The F16C instructions convert 8 at a time with the same rounding (the
+ * immediate picks round to nearest even whatever MXCSR says; DAZ is off,
+ * so float subnormals are not zeroed first): some 20 times the scalar
+ * code's speed.  Each returns how many it converted, a multiple of 8. */
+__attribute__((target("avx,f16c"))) static size_t pack_f16c(uint16_t *dst, const float *src,
+							     size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm_storeu_si128((__m128i *)(void *)(dst + i),
+				 _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+	return i;
+}
+
+__attribute__((target("avx,f16c"))) static size_t unpack_f16c(float *dst, const uint16_t *src,
+							       size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(dst + i,
+				 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(src + i))));
+	return i;
+}
+
+static bool have_f16c(void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+	return have;
+}
+#else
+static size_t pack_f16c(uint16_t *dst, const float *src, size_t n) { return 0; }
+static size_t unpack_f16c(float *dst, const uint16_t *src, size_t n) { return 0; }
+static bool have_f16c(void) { return false; }
+#endif
+
 void half_pack(uint16_t *dst, const float *src, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = have_f16c() ? pack_f16c(dst, src, n) : 0; i < n; i++)
 		dst[i] = half_from_float(src[i]);
 }
 
 void half_unpack(float *dst, const uint16_t *src, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = have_f16c() ? unpack_f16c(dst, src, n) : 0; i < n; i++)
 		dst[i] = half_to_float(src[i]);
 }

@@ -3,6 +3,7 @@
  * of floats. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "half.h"
@@ -91,6 +92,41 @@ LEAK_TEST(half, rounds_to_nearest_even)
 		checked++;
 	}
 	cr_assert_gt(checked, 1000000);
+}
+
+/* half_pack and half_unpack take the F16C instructions where the CPU has
+ * them: the same bits as the scalar conversions (NaNs included), over a
+ * sweep of every kind of float (infinities, subnormals, ties) and every
+ * half. */
+LEAK_TEST(half, arrays_convert_as_the_scalar_functions_do)
+{
+	enum { N = 1 << 20 };
+	float *f = malloc(N * sizeof(float)), *back = malloc(65536 * sizeof(float));
+	uint16_t *h = malloc(N * sizeof(uint16_t)), *all = malloc(65536 * sizeof(uint16_t));
+
+	for (uint32_t i = 0; i < N; i++)
+		f[i] = from_bits(i * 4099u + (i & 7u));
+	f[0] = 0x1p-25f;
+	f[1] = 0x3p-25f;
+	f[2] = 65520.0f;
+	f[3] = 1.0f + 0x1p-11f;
+	half_pack(h, f, N);
+	for (uint32_t i = 0; i < N; i++)
+		cr_assert_eq(h[i], half_from_float(f[i]), "%a: %04x, scalar %04x", f[i], h[i],
+			     half_from_float(f[i]));
+	for (uint32_t i = 0; i < 65536; i++)
+		all[i] = (uint16_t)i;
+	half_unpack(back, all, 65536);
+	for (uint32_t i = 0; i < 65536; i++) {
+		float want = half_to_float((uint16_t)i);
+
+		cr_assert(memcmp(&back[i], &want, sizeof(want)) == 0, "%04x: %a, scalar %a", i, back[i],
+			  want);
+	}
+	free(f);
+	free(back);
+	free(h);
+	free(all);
 }
 
 LEAK_TEST(half, pack_and_unpack)
