@@ -49,7 +49,8 @@ void model_init(float *params, float *target, size_t n, uint64_t seed);
 double model_grad(const float *params, const float *target, size_t n, uint64_t seed,
 		  uint32_t rank, uint64_t step, uint64_t batch, float *acc);
 
-/* out[i] = acc[i] / count: the mean gradient of the steps in acc (count >= 1). */
+/* out[i] = acc[i] / count (count >= 1; out may be acc): the mean gradient of
+ * the steps in acc, or of the ranks in a sum. */
 void model_mean(float *out, const float *acc, size_t n, uint32_t count);
 
 /* params[i] -= MODEL_LR * grad[i]. */
