@@ -344,8 +344,9 @@ int ckpt_read_file(const char *dir, size_t max, uint8_t **buf, size_t *len, char
 	}
 	if ((uint64_t)st.st_size > max) {
 		close(fd);
-		snprintf(err, errlen, "%s/%s: %lld bytes, more than a checkpoint of this run can "
-			 "have (%zu)", dir, CKPT_FILE, (long long)st.st_size, max);
+		snprintf(err, errlen, "%s/%s has %lld bytes, more than a checkpoint of this run "
+			 "can (%zu): from a larger run, or damaged", dir, CKPT_FILE,
+			 (long long)st.st_size, max);
 		return -EFBIG;
 	}
 	b = malloc(st.st_size ? (size_t)st.st_size : 1);
