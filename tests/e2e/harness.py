@@ -45,6 +45,41 @@ def wait_for(cond, timeout=10.0, what="condition"):
         delay = min(delay * 2, 0.05)
 
 
+# The machine's scheduler environment would change what slotrun does.
+_SCRUB_PREFIXES = ("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_", "PET_")
+_SCRUB = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
+          "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
+
+
+def job_env(extra=None):
+    """This environment without scheduler variables, for a slotrun that
+    must plan from its flags alone; extra added."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES) and k not in _SCRUB}
+    e["SLOTRUN_DET_INFO_DIR"] = "/nonexistent"
+    e.update(extra or {})
+    return e
+
+
+def pids_with_env(exe_part, **env):
+    """Processes whose program path contains exe_part and whose environment
+    has every NAME=value given."""
+    want = {f"{k}={v}".encode() for k, v in env.items()}
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                if exe_part.encode() not in f.read().split(b"\0")[0]:
+                    continue
+            with open(f"/proc/{d}/environ", "rb") as f:
+                if want <= set(f.read().split(b"\0")):
+                    out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
 def pid_alive(pid):
     try:
         with open(f"/proc/{pid}/stat") as f:
@@ -55,11 +90,11 @@ def pid_alive(pid):
 
 
 class Proc:
-    """A child with its stdout/stderr read through our own pipes.  env is
-    added to ours, or with inherit_env=False it is the whole environment."""
+    """A child with its stdout/stderr read through our own pipes.  Its
+    environment is ours with env added, or environ alone when given."""
 
-    def __init__(self, argv, env=None, inherit_env=True, **kw):
-        e = dict(os.environ) if inherit_env else {}
+    def __init__(self, argv, env=None, environ=None, **kw):
+        e = dict(os.environ if environ is None else environ)
         if env:
             e.update(env)
         self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Proc, Skip, binary, case, run
+from harness import Proc, Skip, binary, case, job_env, run
 from netns import Cluster
 
 SR = binary("slotrun")
@@ -41,19 +41,9 @@ START_WITHIN = 30               # joins, agreement, six workers on two cores
 MAGIC = b"slotrun-plane/1\0"
 CHAL, JOIN = 1, 2
 
-SCRUB_PREFIXES = ("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_", "PET_")
-SCRUB = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-         "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
-
-
 def env_for(extra=None, secret=SECRET):
     """Our environment without a scheduler's or slotrun's variables."""
-    e = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES) and k not in SCRUB}
-    e["SLOTRUN_DET_INFO_DIR"] = "/nonexistent"
-    if secret is not None:
-        e["SLOTRUN_JOB_SECRET"] = secret
-    e.update(extra or {})
-    return e
+    return job_env(dict({"SLOTRUN_JOB_SECRET": secret} if secret is not None else {}, **(extra or {})))
 
 
 def node_of(rank):
@@ -84,7 +74,7 @@ class Job:
                                     "--addrs", ",".join(self.cl.addrs), "--slots", str(slots),
                                     *opts, *extra, "--", *cmd]
         e = env_for({"JP_DIR": self.dir}) if env is None else dict(env, JP_DIR=self.dir)
-        p = Proc(argv, env=e, inherit_env=False)
+        p = Proc(argv, environ=e)
         p.node = i
         self.procs[i] = p
         self.every.append(p)

@@ -8,7 +8,7 @@ import sys
 import tempfile
 import time
 
-from harness import Proc, Skip, binary, case, pid_alive, run, run_cmd, wait_for
+from harness import Proc, Skip, binary, case, job_env, pid_alive, pids_with_env, run, run_cmd, wait_for
 from netns import Cluster
 
 SR = binary("slotrun")
@@ -16,16 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 SIG_CHILD = os.path.join(HERE, "sig_child.py")
 # Keep the tests independent of the machine's scheduler environment.
-SCRUB = [k for k in os.environ if k.startswith(("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_"))] + \
-        ["RANK", "WORLD_SIZE", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
-BASE_ENV = {"SLOTRUN_DET_INFO_DIR": "/nonexistent"}
-
-
-def env_for(extra=None):
-    e = {k: v for k, v in os.environ.items() if k not in SCRUB}
-    e.update(BASE_ENV)
-    e.update(extra or {})
-    return e
+env_for = job_env
 
 
 def slotrun(*args, env=None, timeout=30):
@@ -41,12 +32,7 @@ def slotrun(*args, env=None, timeout=30):
 
 
 def _start(args, env):
-    p = Proc.__new__(Proc)
-    p.p = subprocess.Popen([SR, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           stdin=subprocess.DEVNULL, env=env_for(env))
-    p.out = b""
-    p.err = b""
-    return p
+    return Proc([SR, *args], environ=env_for(env))
 
 
 def lines_of(out, rank):
@@ -444,7 +430,7 @@ def two_nodes_in_network_namespaces():
             cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
                                    "--slots", "2", "--", "sh", "-c",
                                    "echo $RANK/$WORLD_SIZE $MASTER_ADDR $NCCL_SOCKET_IFNAME $GLOO_SOCKET_IFNAME"]
-            procs.append(Proc(cmd, env=env_for(), inherit_env=False))
+            procs.append(Proc(cmd, environ=env_for()))
         try:
             outs = []
             for p in procs:
@@ -471,8 +457,8 @@ def nccl_worker_all_reduce_across_two_nodes():
             cmd = net.prefix(i) + [SR, "--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(net.addrs),
                                    "--slots", "2", "--master-port", "29517", "--",
                                    nw, "--backend", "cpu", "-b", "4", "-e", "1M", "-f", "16", "-d", "all", "-o", "sum"]
-            procs.append(Proc(cmd, env=env_for({"SLOTRUN_JOB_SECRET": "two-node-test", "SLOTRUN_TIMEOUT": "60"}),
-                              inherit_env=False))
+            procs.append(Proc(cmd, environ=env_for({"SLOTRUN_JOB_SECRET": "two-node-test",
+                                                    "SLOTRUN_TIMEOUT": "60"})))
         try:
             codes = [p.finish(120) for p in procs]
         finally:
@@ -489,23 +475,6 @@ def nccl_worker_all_reduce_across_two_nodes():
         assert len(rows) >= 6 and all(l.split()[-1] == "0" for l in rows), rows
 
 
-def pids_with_env(name, value, exe_part):
-    out = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/cmdline", "rb") as f:
-                if exe_part.encode() not in f.read().split(b"\0")[0]:
-                    continue
-            with open(f"/proc/{d}/environ", "rb") as f:
-                if f"{name}={value}".encode() in f.read().split(b"\0"):
-                    out.append(int(d))
-        except OSError:
-            pass
-    return out
-
-
 @case
 def a_killed_rank_is_the_root_cause_not_its_peers_errors():
     nw = os.environ.get("NCCL_WORKER_BIN")
@@ -518,8 +487,7 @@ def a_killed_rank_is_the_root_cause_not_its_peers_errors():
     p = _start(["--slots", "3", "--grace", "5", "--", nw, "-b", "64M", "-e", "64M", "-n", "100000"],
                {"SLOTRUN_TIMEOUT": "20", "ROOT_CAUSE_TEST": tag})
     p.wait_output(lambda s: b"#wrong" in s.out, 30, "the benchmark table")
-    victims = [x for x in pids_with_env("RANK", "2", "nccl_worker") if f"ROOT_CAUSE_TEST={tag}".encode()
-               in open(f"/proc/{x}/environ", "rb").read().split(b"\0")]
+    victims = pids_with_env("nccl_worker", RANK="2", ROOT_CAUSE_TEST=tag)
     assert len(victims) == 1, victims
     os.kill(victims[0], signal.SIGKILL)
     code = p.finish(60)
@@ -533,7 +501,7 @@ def interface_that_cannot_reach_the_chief_is_an_error():
         # the chief named by its side address: node 1 has no route to it
         chief = net.side_addr(0)
         p = Proc(net.prefix(1) + [SR, "--nnodes", "2", "--node-rank", "1", "--addrs", f"{chief},{net.addr(1)}",
-                                  "--", "true"], env=env_for(), inherit_env=False)
+                                  "--", "true"], environ=env_for())
         try:
             assert p.finish(20) == 2, p.err
         finally:

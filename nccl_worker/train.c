@@ -1,0 +1,500 @@
+#include "train.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ckpt.h"
+#include "comm.h"
+#include "half.h"
+#include "io.h"
+#include "model.h"
+
+static volatile sig_atomic_t stop_asked;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_asked = 1;
+}
+
+struct trainer {
+	const struct train_opts *o;
+	struct comm *c;
+	int rank, size;
+	struct model_split split;
+	size_t n;                 /* parameters */
+	float *params, *target, *acc, *grad;
+	uint16_t *half;           /* the fp16 wire buffer (fp16 only) */
+	double *losses;           /* rank 0: every rank's loss of this step */
+	uint64_t step;            /* steps completed */
+	uint32_t acc_count;       /* steps summed in acc */
+	uint64_t exchanges;
+	double comm_s, reduce_s;  /* time in every collective; in the all-reduces */
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Says why the communicator failed; returns the exit status. */
+static int comm_failed(const struct trainer *t, const char *during)
+{
+	fprintf(stderr, "nccl_worker: rank %d: %s: %s\n", t->rank, during, comm_error(t->c));
+	return 1;
+}
+
+/* The mean gradient of the steps in acc, averaged over the ranks and
+ * applied.  The CPU ring leaves the same bits on every rank, in an order
+ * fixed by the count, type and world size (README "How the CPU ring
+ * works"), so the ranks' parameters stay equal (final() checks) and a
+ * rerun repeats them.
+ *
+ * With fp16 the mean is rounded to fp16 (to nearest even) and the sum
+ * happens in fp16: the ring adds in float and rounds to fp16 at every hop.
+ * The division by the world size comes after unpacking, in float32: one
+ * fp16 rounding fewer than COMM_AVG, whose fp16 division also costs more
+ * than the sum (measured: 1 MiB elements over 2 ranks, 3.3 ms with avg,
+ * 1.4 ms with sum).  Each rounding is off by at most 2^-11 relative, so
+ * the result is within about n * 2^-11 relative of the float32 mean when
+ * the ranks agree in sign (more where they cancel); magnitudes below 2^-14
+ * keep fewer bits and below 2^-25 become 0; a partial sum above 65504
+ * would overflow to infinity, which dividing by the step count before
+ * packing keeps far off (a single step's gradient, times n). */
+static int exchange(struct trainer *t)
+{
+	double t0;
+	int r;
+
+	model_mean(t->grad, t->acc, t->n, t->acc_count);
+	if (t->o->fp16)
+		half_pack(t->half, t->grad, t->n);
+	t0 = now_s();
+	if (t->o->fp16)
+		r = comm_allreduce(t->c, t->half, t->n, COMM_FP16, COMM_SUM);
+	else
+		r = comm_allreduce(t->c, t->grad, t->n, COMM_FLOAT32, COMM_AVG);
+	t0 = now_s() - t0;
+	t->comm_s += t0;
+	t->reduce_s += t0;
+	if (r < 0)
+		return r;
+	if (t->o->fp16) {
+		half_unpack(t->grad, t->half, t->n);
+		model_mean(t->grad, t->grad, t->n, (uint32_t)t->size);
+	}
+	model_apply(t->params, t->grad, t->n);
+	memset(t->acc, 0, t->n * sizeof(*t->acc));
+	t->acc_count = 0;
+	t->exchanges++;
+	return 0;
+}
+
+/* Rank 0 prints the step's loss: the mean over ranks (in rank order, so the
+ * same digits every run) or its own. */
+static int report(struct trainer *t, double loss)
+{
+	if (t->o->average_metrics) {
+		double t0 = now_s(), sum = 0;
+		int r = comm_gather(t->c, &loss, sizeof(loss), t->losses);
+
+		t->comm_s += now_s() - t0;
+		if (r < 0)
+			return r;
+		if (t->rank == 0) {
+			for (int i = 0; i < t->size; i++)
+				sum += t->losses[i];
+			loss = sum / t->size;
+		}
+	}
+	if (t->rank == 0) {
+		printf("step %llu loss %.9g\n", (unsigned long long)t->step, loss);
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* Test hook (NCCL_WORKER_TEST_HOLD_AFTER_STEP=S): rank 0 waits after step S
+ * until SIGTERM or SIGUSR1 arrives (for at most half the timeout, so that
+ * its peers, waiting in should_preempt, do not give up on it).  A test can
+ * then preempt at a known step with a signal sent when it has seen step S,
+ * and no sleep. */
+static void hold(const struct trainer *t)
+{
+	double deadline = now_s() + comm_timeout_s(t->c) / 2;
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	while (!stop_asked) {
+		double left = deadline - now_s();
+		struct timespec ts;
+
+		if (left <= 0)
+			break;
+		ts.tv_sec = (time_t)left;
+		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		ppoll(NULL, 0, &ts, &old);  /* the signals are let in only here */
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static struct ckpt_state state_of(const struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	struct ckpt_state s = {
+		.cfg = { .seed = o->seed, .grad_bytes = o->grad_bytes, .global_batch = o->global_batch,
+			 .world_size = (uint32_t)t->size, .agg_freq = o->agg_freq, .fp16 = o->fp16 },
+		.step = t->step, .acc_count = t->acc_count,
+	};
+
+	return s;
+}
+
+/* Rank 0 writes the checkpoint of the state after t->step, with accs (every
+ * rank's accumulator, gathered; NULL when none has a step in it). */
+static int save(const struct trainer *t, const float *accs)
+{
+	struct ckpt_state s = state_of(t);
+	size_t len = ckpt_size(&s);
+	char err[512];
+	uint8_t *buf = malloc(len);
+
+	if (!buf) {
+		fprintf(stderr, "nccl_worker: rank 0: cannot allocate %zu bytes for the checkpoint\n",
+			len);
+		return 1;
+	}
+	if (ckpt_encode(&s, t->params, accs, buf, len, err, sizeof(err)) < 0 ||
+	    ckpt_write_file(t->o->ckpt_dir, buf, len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: rank 0: checkpoint: %s\n", err);
+		free(buf);
+		return 1;
+	}
+	free(buf);
+	printf("checkpoint %s/%s: step %llu, %u steps accumulated, %zu bytes\n", t->o->ckpt_dir,
+	       CKPT_FILE, (unsigned long long)t->step, t->acc_count, len);
+	return 0;
+}
+
+/* Every rank's accumulator to rank 0, which writes the checkpoint: 0, or
+ * the exit status. */
+static int checkpoint(struct trainer *t)
+{
+	float *accs = NULL;
+	int status;
+
+	if (t->acc_count) {
+		double t0 = now_s();
+		int r;
+
+		if (t->rank == 0 && !(accs = calloc((size_t)t->size * t->n, sizeof(float)))) {
+			fprintf(stderr, "nccl_worker: rank 0: cannot allocate %zu accumulators of "
+				"%zu bytes for the checkpoint\n", (size_t)t->size,
+				t->n * sizeof(float));
+			return 1;  /* the others then fail in the gather, naming rank 0 */
+		}
+		r = comm_gather(t->c, t->acc, t->n * sizeof(float), accs);
+		t->comm_s += now_s() - t0;
+		if (r < 0) {
+			free(accs);
+			return comm_failed(t, "checkpoint");
+		}
+	}
+	status = t->rank == 0 ? save(t, accs) : 0;
+	free(accs);
+	return status;
+}
+
+/* Rank 0 reads and checks the checkpoint and takes its parameters: 0 with
+ * the checkpoint in *buf and its state in *s, or the exit status after
+ * saying why it refuses (one line). */
+static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s)
+{
+	const struct train_opts *o = t->o;
+	struct ckpt_state largest = state_of(t);
+	struct ckpt_config want = largest.cfg;
+	size_t len = 0;
+	char err[512];
+	int status = 0;
+
+	largest.acc_count = 1;
+	if (ckpt_read_file(o->ckpt_dir, ckpt_size(&largest), buf, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: rank 0: %s\n", err);
+		return 1;
+	}
+	if (ckpt_decode(*buf, len, s, err, sizeof(err)) < 0)
+		status = 1;
+	else if (ckpt_config_diff(&s->cfg, &want, err, sizeof(err)))
+		status = TRAIN_EXIT_USAGE;
+	else if (s->step > o->steps) {
+		snprintf(err, sizeof(err), "it is at step %llu, past --steps %llu",
+			 (unsigned long long)s->step, (unsigned long long)o->steps);
+		status = TRAIN_EXIT_USAGE;
+	}
+	if (status) {
+		fprintf(stderr, "nccl_worker: rank 0: cannot resume from %s/%s: %s\n", o->ckpt_dir,
+			CKPT_FILE, err);
+		free(*buf);
+		*buf = NULL;
+		return status;
+	}
+	ckpt_params(*buf, s, t->params);
+	return 0;
+}
+
+/* Every rank gets rank 0's checkpoint (the parameters, and its own
+ * accumulator), or its verdict: 0; on rank 0 the exit status when it
+ * refused; elsewhere -1 when rank 0 refused. */
+static int resume(struct trainer *t)
+{
+	struct { int32_t status; uint32_t acc_count; uint64_t step; } m = { 0 };
+	struct ckpt_state s;
+	uint8_t *buf = NULL;
+	size_t bytes = t->n * sizeof(float);
+	double t0;
+	int r;
+
+	if (t->rank == 0) {
+		m.status = load(t, &buf, &s);
+		m.step = m.status ? 0 : s.step;
+		m.acc_count = m.status ? 0 : s.acc_count;
+	}
+	t0 = now_s();
+	r = comm_broadcast(t->c, &m, sizeof(m));
+	if (r == 0 && m.status == 0)
+		r = comm_broadcast(t->c, t->params, bytes);
+	/* Rank i's accumulator: into acc on rank i, into the scratch grad
+	 * elsewhere. */
+	for (int i = 0; r == 0 && m.status == 0 && m.acc_count && i < t->size; i++) {
+		float *dst = i == t->rank ? t->acc : t->grad;
+
+		if (t->rank == 0)
+			ckpt_acc(buf, &s, (uint32_t)i, dst);
+		r = comm_broadcast(t->c, dst, bytes);
+	}
+	t->comm_s += now_s() - t0;
+	free(buf);
+	if (r < 0)
+		return comm_failed(t, "resume");
+	if (m.status) {
+		/* Rank 0 said why and exits with the status; the others did
+		 * nothing wrong and exit 0, so that a launcher (slotrun's first
+		 * failure) always names rank 0 and its line, never a silent peer
+		 * that happened to exit first. */
+		return t->rank == 0 ? m.status : -1;
+	}
+	t->step = m.step;
+	t->acc_count = m.acc_count;
+	if (t->rank == 0)
+		printf("resumed from %s/%s at step %llu, %u steps accumulated\n", t->o->ckpt_dir,
+		       CKPT_FILE, (unsigned long long)t->step, t->acc_count);
+	return 0;
+}
+
+static void print_start(const struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+
+	if (t->rank != 0)
+		return;
+	printf("per-slot batch %llu (global %llu over %d slot%s, %llu dropped)\n",
+	       (unsigned long long)t->split.per_slot, (unsigned long long)o->global_batch, t->size,
+	       t->size == 1 ? "" : "s", (unsigned long long)t->split.dropped);
+	printf("train: %zu float32 parameters, %llu steps, all-reduce every %u step%s in %s, "
+	       "loss %s, seed %llu\n", t->n, (unsigned long long)o->steps, o->agg_freq,
+	       o->agg_freq == 1 ? "" : "s", o->fp16 ? "fp16" : "float32",
+	       o->average_metrics ? "averaged over the ranks" : "of rank 0 only",
+	       (unsigned long long)o->seed);
+	fflush(stdout);
+	if (t->split.dropped)
+		fprintf(stderr, "nccl_worker: warning: global batch %llu does not divide over %d "
+			"slots: %llu sample%s of every step dropped\n",
+			(unsigned long long)o->global_batch, t->size,
+			(unsigned long long)t->split.dropped, t->split.dropped == 1 ? "" : "s");
+}
+
+static void print_comm(const struct trainer *t, double total)
+{
+	size_t wire = t->n * (t->o->fp16 ? sizeof(uint16_t) : sizeof(float));
+
+	if (t->rank != 0)
+		return;
+	printf("comm %.3f s of %.3f s (%.0f%%): %llu all-reduce%s of %zu B (%s) %.3f s, "
+	       "metrics and preemption checks %.3f s\n", t->comm_s, total,
+	       total > 0 ? 100.0 * t->comm_s / total : 0.0, (unsigned long long)t->exchanges,
+	       t->exchanges == 1 ? "" : "s", wire, t->o->fp16 ? "fp16" : "float32", t->reduce_s,
+	       t->comm_s - t->reduce_s);
+	fflush(stdout);
+}
+
+/* Rank 0 checks that every rank ends with the same parameters, writes the
+ * final checkpoint and prints the checksum: 0, or the exit status. */
+static int final(struct trainer *t)
+{
+	uint64_t mine = model_checksum(t->params, t->n), *all = NULL;
+	double t0 = now_s();
+	int r, status = 0;
+
+	if (t->rank == 0 && !(all = calloc((size_t)t->size, sizeof(*all)))) {
+		fprintf(stderr, "nccl_worker: rank 0: out of memory\n");
+		return 1;  /* the others then fail in the gather, naming rank 0 */
+	}
+	r = comm_gather(t->c, &mine, sizeof(mine), all);
+	t->comm_s += now_s() - t0;
+	if (r < 0) {
+		free(all);
+		return comm_failed(t, "final checksum");
+	}
+	for (int i = 1; t->rank == 0 && i < t->size; i++) {
+		if (all[i] != mine) {
+			fprintf(stderr, "nccl_worker: rank 0: rank %d's parameters differ from rank "
+				"0's (checksum %016llx, rank 0 %016llx)\n", i,
+				(unsigned long long)all[i], (unsigned long long)mine);
+			status = 1;
+			break;
+		}
+	}
+	free(all);
+	if (t->rank != 0 || status)
+		return status;
+	if (save(t, NULL))
+		return 1;
+	printf("final step=%llu checksum=%016llx\n", (unsigned long long)t->step,
+	       (unsigned long long)mine);
+	fflush(stdout);
+	return 0;
+}
+
+/* The steps after t->step up to --steps, or until a preemption: 0, or the
+ * exit status. */
+static int loop(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	const char *hold_env = getenv("NCCL_WORKER_TEST_HOLD_AFTER_STEP");
+	long hold_step = -1;
+
+	if (hold_env && io_parse_long(hold_env, 1, MODEL_MAX_STEPS, &hold_step) < 0)
+		hold_step = -1;
+	while (t->step < o->steps) {
+		double loss, t0;
+		bool stop = false;
+		int r;
+
+		loss = model_grad(t->params, t->target, t->n, o->seed, (uint32_t)t->rank,
+				  t->step + 1, t->split.per_slot, t->acc);
+		t->step++;
+		t->acc_count++;
+		if (t->acc_count == o->agg_freq && exchange(t) < 0)
+			return comm_failed(t, "all-reduce");
+		if (report(t, loss) < 0)
+			return comm_failed(t, "metrics");
+		if (t->rank == 0 && (long)t->step == hold_step)
+			hold(t);
+		if (t->step == o->steps)
+			break;
+		t0 = now_s();
+		r = comm_should_preempt(t->c, stop_asked != 0, &stop);
+		t->comm_s += now_s() - t0;
+		if (r < 0)
+			return comm_failed(t, "should_preempt");
+		if (stop) {
+			printf("preempted at step %llu\n", (unsigned long long)t->step);
+			fflush(stdout);
+			return checkpoint(t);
+		}
+	}
+	/* The last step always exchanges what is pending (also when a run
+	 * preempted with steps pending is resumed with --steps at its step). */
+	if (t->acc_count && exchange(t) < 0)
+		return comm_failed(t, "all-reduce");
+	return final(t);
+}
+
+static int run(struct trainer *t, const struct comm_config *cfg)
+{
+	char err[COMM_ERR_MAX];
+	double t0;
+	int status;
+
+	t->params = calloc(t->n, sizeof(float));
+	t->target = calloc(t->n, sizeof(float));
+	t->acc = calloc(t->n, sizeof(float));
+	t->grad = calloc(t->n, sizeof(float));
+	t->half = t->o->fp16 ? calloc(t->n, sizeof(uint16_t)) : NULL;
+	t->losses = t->rank == 0 ? calloc((size_t)t->size, sizeof(double)) : NULL;
+	if (!t->params || !t->target || !t->acc || !t->grad || (t->o->fp16 && !t->half) ||
+	    (t->rank == 0 && !t->losses)) {
+		fprintf(stderr, "nccl_worker: rank %d: cannot allocate the model (%llu bytes each)\n",
+			t->rank, (unsigned long long)t->o->grad_bytes);
+		return 1;
+	}
+	model_init(t->params, t->target, t->n, t->o->seed);
+	if (comm_init(&t->c, cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: rank %d: %s\n", t->rank, err);
+		return 1;
+	}
+	t0 = now_s();
+	print_start(t);
+	status = t->o->resume ? resume(t) : 0;
+	if (status < 0)
+		return 0;  /* rank 0 refused the checkpoint and is the one to fail */
+	if (status == 0)
+		status = loop(t);
+	if (status == 0)
+		print_comm(t, now_s() - t0);
+	return status;
+}
+
+int train_main(const struct train_opts *o)
+{
+	struct sigaction sa = { .sa_handler = on_stop };
+	struct trainer t = { .o = o, .n = (size_t)(o->grad_bytes / 4) };
+	struct comm_config cfg;
+	char err[COMM_ERR_MAX];
+	int status;
+
+	/* SIGTERM (what slotrun forwards when it is stopped) and SIGUSR1 (its
+	 * preemption signal) only ask: every rank stops after the same step. */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+
+	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "nccl_worker: %s\n", err);
+		return TRAIN_EXIT_USAGE;
+	}
+	t.rank = cfg.rank;
+	t.size = cfg.size;
+	if (model_split(o->global_batch, (uint64_t)cfg.size, &t.split) == -ERANGE) {
+		fprintf(stderr, "nccl_worker: WORLD_SIZE=%d: nccl_worker train runs at most %u "
+			"ranks\n", cfg.size, MODEL_MAX_WORLD);
+		return TRAIN_EXIT_USAGE;
+	}
+	if (t.split.per_slot == 0) {
+		fprintf(stderr, "nccl_worker: --global-batch-size %llu is smaller than the world "
+			"size %d: every slot needs at least one sample\n",
+			(unsigned long long)o->global_batch, cfg.size);
+		return TRAIN_EXIT_USAGE;
+	}
+	status = run(&t, &cfg);
+	comm_destroy(t.c);
+	free(t.params);
+	free(t.target);
+	free(t.acc);
+	free(t.grad);
+	free(t.half);
+	free(t.losses);
+	return status;
+}

@@ -1,0 +1,50 @@
+/* `nccl_worker train`: a deterministic simulated training loop on the comm
+ * library, run by every rank of the job described by the worker
+ * environment (comm.h), with Determined's semantics:
+ *
+ *  - the global batch is split over the ranks (global // world per slot,
+ *    the remainder dropped, and said);
+ *  - every step each rank adds the gradient of its per-slot batch (model.h)
+ *    to an accumulator; every agg_freq steps, and at the last step, the
+ *    mean of the accumulated gradients is all-reduced (averaged over the
+ *    ranks), as float32 or compressed to fp16, and applied;
+ *  - only rank 0 prints metrics, the mean of every rank's loss (a gather)
+ *    unless average_metrics is off;
+ *  - every step all ranks call comm_should_preempt with "got SIGTERM or
+ *    SIGUSR1"; when any rank got one, all stop after that same step, print
+ *    "preempted at step S", rank 0 writes the checkpoint (ckpt.h) and all
+ *    exit 0;
+ *  - with resume, rank 0 reads the checkpoint and broadcasts it, or
+ *    refuses one that is missing, damaged or from another configuration
+ *    with one line and a non-zero status while the other ranks exit 0
+ *    silently (so that the launcher names rank 0 as the cause).
+ *
+ * Nothing depends on timing, so a run preempted at any step and resumed
+ * ends with the same parameters, bit for bit, as one never interrupted: the
+ * aggregation state (the accumulator and its step count) is part of the
+ * checkpoint, so a preemption need not fall on an exchange. */
+#ifndef SLOTRUN_TRAIN_H
+#define SLOTRUN_TRAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TRAIN_EXIT_USAGE 2  /* bad flags, environment, or a checkpoint of another run */
+
+struct train_opts {
+	uint64_t steps;         /* the run ends after this step (1-based) */
+	uint64_t grad_bytes;    /* float32 parameters (and gradient) in bytes */
+	uint64_t global_batch;
+	uint32_t agg_freq;      /* steps per exchange */
+	bool fp16;              /* all-reduce the gradient as fp16 */
+	bool average_metrics;   /* the loss printed is the mean of the ranks' */
+	bool resume;            /* continue from ckpt_dir's checkpoint */
+	uint64_t seed;
+	const char *ckpt_dir;
+};
+
+/* Runs the loop; returns the exit status: 0 (finished or preempted), 1 (a
+ * failure, or a damaged or missing checkpoint), 2 (TRAIN_EXIT_USAGE). */
+int train_main(const struct train_opts *o);
+
+#endif
