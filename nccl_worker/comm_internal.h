@@ -30,6 +30,9 @@
  * deadline). */
 #define COMM_ABORT_GRACE_MS 1000
 
+/* The largest WORLD_SIZE the configuration accepts. */
+#define COMM_MAX_RANKS 4096
+
 /* What counts as progress for the SLOTRUN_TIMEOUT deadline: any bytes
  * received, but at least this many sent.  A stopped (SIGSTOP) receiver's
  * kernel keeps taking a trickle of bytes as it compacts its receive queue
@@ -91,6 +94,10 @@ int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const
  * the last collective does not take our closing for a failure.  Best
  * effort, never blocks; nothing when broken (they got an abort instead). */
 void comm_say_bye(struct comm *c);
+
+/* A value as it may appear in a one-line message: control characters
+ * escaped, cut at 60 characters (comm_config.c). */
+const char *comm_shown(const char *s, char *buf, size_t len);
 
 /* -ENOTCONN when broken (the error message is kept). */
 int comm_usable(struct comm *c);
