@@ -90,6 +90,11 @@ int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char 
  * (chief) and fails with its reason. */
 int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const char *what);
 
+/* Reads the payload of an abort frame whose header h was just consumed
+ * from peer's control connection and fails with it; on rank 0 a timeout
+ * report starts the verdict (see comm_fail_timeout). */
+int comm_take_abort(struct comm *c, int peer, const struct frame_hdr *h, const char *what);
+
 /* Tells the control peers this rank is done, so that one still finishing
  * the last collective does not take our closing for a failure.  Best
  * effort, never blocks; nothing when broken (they got an abort instead). */
