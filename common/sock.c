@@ -315,3 +315,25 @@ void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len)
 		snprintf(buf, len, "[%s]:%d", host, port);
 	}
 }
+
+void sock_addr_set_port(struct sockaddr_storage *ss, int port)
+{
+	if (ss->ss_family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+	else if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+}
+
+socklen_t sock_addr_any(int family, int port, struct sockaddr_storage *ss)
+{
+	socklen_t len = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+
+	memset(ss, 0, sizeof(*ss));
+	ss->ss_family = (sa_family_t)family;
+	if (family == AF_INET)
+		((struct sockaddr_in *)ss)->sin_addr.s_addr = htonl(INADDR_ANY);
+	else
+		((struct sockaddr_in6 *)ss)->sin6_addr = in6addr_any;
+	sock_addr_set_port(ss, port);
+	return len;
+}

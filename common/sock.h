@@ -70,4 +70,11 @@ void sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 /* Numeric host part only ("1.2.3.4", "::1"). 0 or -EAFNOSUPPORT/-ENOSPC. */
 int sock_addr_host(const struct sockaddr *sa, char *buf, size_t len);
 
+/* The wildcard address of family (AF_INET or AF_INET6) with port; returns
+ * its length. */
+socklen_t sock_addr_any(int family, int port, struct sockaddr_storage *ss);
+
+/* Sets the port of an AF_INET or AF_INET6 address. */
+void sock_addr_set_port(struct sockaddr_storage *ss, int port);
+
 #endif

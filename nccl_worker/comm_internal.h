@@ -72,6 +72,11 @@ struct comm {
 	struct pollfd *pfd;    /* room for size + 2 entries */
 };
 
+/* During comm_init: records the error (the first one wins) and returns rc;
+ * nobody is told (comm_init's failure is the caller's to report). */
+int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Records the error (the first one wins), marks the communicator broken,
  * tells the others (a non-chief tells the chief, the chief tells everyone),
  * and returns rc.  culprit: the rank at fault, or -1. */

@@ -1,0 +1,331 @@
+/* The communicator's life cycle: comm_init (the data-plane listener, the
+ * rendezvous, the ring connections), comm_destroy, and what a communicator
+ * tells about itself.
+ *
+ * Ring connections: each rank connects to its right neighbour's data plane,
+ * says HELLO (rank and secret), and accepts its left neighbour's
+ * connection.  Every rank connects before it accepts, and a connection
+ * completes in the listener's backlog without accept(), so this cannot
+ * deadlock. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "comm_internal.h"
+#include "rendezvous.h"
+#include "sock.h"
+
+/* --- helpers ------------------------------------------------------------- */
+
+int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err[0])
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
+		   socklen_t *len)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	char sport[16];
+	int r;
+
+	if (numeric)
+		hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+	snprintf(sport, sizeof(sport), "%d", port);
+	r = getaddrinfo(host, sport, &hints, &res);
+	if (r != 0)
+		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* NCCL_SOCKET_IFNAME: a comma list of interface name prefixes ("=" before
+ * the list: exact names).  A "^" (exclusion) list is not supported and
+ * leaves the choice to the default.  0 and the address, 1 when the variable
+ * does not pick anything, or -ENODEV. */
+static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct ifaddrs *ifa, *i;
+	int exact = 0, found = -ENODEV;
+	char list[256];
+
+	if (!spec[0] || spec[0] == '^')
+		return 1;
+	if (spec[0] == '=') {
+		exact = 1;
+		spec++;
+	}
+	if (getifaddrs(&ifa) < 0)
+		return -errno;
+	snprintf(list, sizeof(list), "%s", spec);
+	for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && found < 0;
+	     tok = strtok_r(NULL, ",", &save)) {
+		for (i = ifa; i; i = i->ifa_next) {
+			if (!i->ifa_addr || i->ifa_addr->sa_family != family ||
+			    !(i->ifa_flags & IFF_UP))
+				continue;
+			if (exact ? strcmp(i->ifa_name, tok) != 0
+				  : strncmp(i->ifa_name, tok, strlen(tok)) != 0)
+				continue;
+			*len = family == AF_INET ? sizeof(struct sockaddr_in)
+						 : sizeof(struct sockaddr_in6);
+			memcpy(ss, i->ifa_addr, *len);
+			sock_addr_set_port(ss, 0);
+			found = 0;
+			break;
+		}
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/* --- ring ---------------------------------------------------------------- */
+
+static void ring_tune(struct comm *c, int fd)
+{
+	int local = sock_is_local(fd) == 1;
+
+	(void)sock_tune(fd, local ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
+	c->ring_buf = COMM_RING_SOCKBUF_LOCAL;
+	if (fd == c->ring_send)
+		c->send_local = local;
+	else
+		c->recv_local = local;
+}
+
+static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
+{
+	int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
+	struct sockaddr_storage ss;
+	socklen_t len = 0;
+	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_MAX];
+	struct frame_hello hello = { .rank = (uint32_t)c->rank };
+	char phrase[96];
+	long n;
+	int r;
+
+	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
+	if (r < 0)
+		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
+				c->peer_addr[right]);
+	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &c->ring_send);
+	if (r < 0)
+		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
+				c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
+	ring_tune(c, c->ring_send);
+	memcpy(hello.secret, c->cfg.secret, sizeof(hello.secret));
+	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
+	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
+	r = sock_send_all(c->ring_send, buf, FRAME_HDR_LEN + (size_t)n, deadline);
+	if (r < 0) {
+		comm_io_phrase(c, r, phrase, sizeof(phrase));
+		return comm_init_err(c, r, "peer rank %d %s while connecting the ring", right, phrase);
+	}
+
+	while (c->ring_recv < 0) {
+		struct frame_hdr h;
+		struct frame_hello got;
+		const char *why;
+		int fd;
+		int64_t dl;
+
+		r = sock_accept(dlfd, deadline, &fd);
+		if (r == -ETIMEDOUT)
+			return comm_init_err(c, r, "timed out after %gs waiting for ring neighbour peer rank %d "
+					"to connect", c->cfg.timeout_s, left);
+		if (r < 0)
+			return comm_init_err(c, r, "accept: %s", strerror(-r));
+		/* A stranger that says nothing costs at most 5 s. */
+		dl = sock_now_ns() + 5000000000LL;
+		if (dl > deadline)
+			dl = deadline;
+		if (sock_recv_all(fd, buf, FRAME_HDR_LEN, dl) == 0 &&
+		    frame_decode_hdr(buf, FRAME_HELLO_MAX, &h, &why) == 0 && h.type == FRAME_HELLO &&
+		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
+		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
+		    rdv_secret_equal(got.secret, c->cfg.secret)) {
+			c->ring_recv = fd;
+			ring_tune(c, fd);
+		} else {
+			close(fd);
+		}
+	}
+	return 0;
+}
+
+/* --- init / destroy ------------------------------------------------------ */
+
+static void count_hosts(struct comm *c)
+{
+	c->nhosts = 0;
+	for (int i = 0; i < c->size; i++) {
+		int seen = 0;
+
+		for (int j = 0; j < i && !seen; j++)
+			seen = strcmp(c->peers[i].host, c->peers[j].host) == 0;
+		c->nhosts += !seen;
+	}
+}
+
+static void format_addrs(struct comm *c)
+{
+	for (int i = 0; i < c->size; i++) {
+		const struct frame_peer *p = &c->peers[i];
+
+		if (!p->port)
+			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "-");
+		else if (strchr(p->addr, ':'))
+			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "[%s]:%u", p->addr, p->port);
+		else
+			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "%s:%u", p->addr, p->port);
+	}
+}
+
+static int do_init(struct comm *c, int64_t deadline)
+{
+	struct sockaddr_storage master, data;
+	socklen_t mlen = 0, dlen = 0;
+	char my_addr[FRAME_ADDR_MAX] = "", b[80];
+	int dlfd = -1, dport, r;
+
+	r = resolve(c->cfg.master_addr, c->cfg.master_port, 0, &master, &mlen);
+	if (r < 0)
+		return comm_init_err(c, -EINVAL, "cannot resolve MASTER_ADDR=%s",
+				comm_shown(c->cfg.master_addr, b, sizeof(b)));
+
+	r = iface_addr(c->cfg.ifname, master.ss_family, &data, &dlen);
+	if (r < 0)
+		return comm_init_err(c, -EINVAL, "NCCL_SOCKET_IFNAME=%s: no interface by that name is up "
+				"with an %s address", comm_shown(c->cfg.ifname, b, sizeof(b)),
+				master.ss_family == AF_INET ? "IPv4" : "IPv6");
+	if (r == 0)
+		(void)sock_addr_host((struct sockaddr *)&data, my_addr, sizeof(my_addr));
+	else
+		dlen = sock_addr_any(master.ss_family, 0, &data);
+	/* No buffer sizes yet: the kernel then offers its largest window
+	 * scale, and ring_tune picks the sizes once the peer is known. */
+	r = sock_listen((struct sockaddr *)&data, dlen, 16, 0, &dlfd);
+	if (r < 0)
+		return comm_init_err(c, r, "cannot listen for ring connections: %s", strerror(-r));
+	dport = sock_local_port(dlfd);
+
+	r = rdv_run(c, &master, mlen, my_addr, dport, deadline);
+	if (r == 0) {
+		format_addrs(c);
+		r = ring_connect(c, dlfd, deadline);
+	}
+	close(dlfd);
+	return r;
+}
+
+int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_t errlen)
+{
+	struct comm *c = calloc(1, sizeof(*c));
+	size_t n = (size_t)cfg->size;
+	int r;
+
+	*out = NULL;
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->cfg = *cfg;
+	c->rank = cfg->rank;
+	c->size = cfg->size;
+	c->timeout_ns = cfg->timeout_s * 1e9 < 9e18 ? (int64_t)(cfg->timeout_s * 1e9) : INT64_MAX / 2;
+	c->ring_send = c->ring_recv = -1;
+	c->peers = calloc(n, sizeof(*c->peers));
+	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
+	c->ctl = malloc(n * sizeof(*c->ctl));
+	c->ctl_mid = calloc(n, 1);
+	c->watch = calloc(n, sizeof(*c->watch));
+	c->pfd = calloc(n + 2, sizeof(*c->pfd));
+	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->pfd) {
+		comm_destroy(c);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		c->ctl[i] = -1;
+
+	if (c->size == 1) {
+		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", cfg->host);
+		r = 0;
+	} else {
+		r = do_init(c, sock_deadline_in(cfg->timeout_s));
+	}
+	format_addrs(c);
+	count_hosts(c);
+	if (r < 0) {
+		snprintf(err, errlen, "%s", c->err);
+		comm_destroy(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+void comm_destroy(struct comm *c)
+{
+	if (!c)
+		return;
+	if (c->ctl && c->ctl_mid)
+		comm_say_bye(c);
+	for (int i = 0; c->ctl && i < c->size; i++)
+		if (c->ctl[i] >= 0)
+			close(c->ctl[i]);
+	if (c->ring_send >= 0)
+		close(c->ring_send);
+	if (c->ring_recv >= 0)
+		close(c->ring_recv);
+	free(c->peers);
+	free(c->peer_addr);
+	free(c->ctl);
+	free(c->ctl_mid);
+	free(c->watch);
+	free(c->pfd);
+	free(c->stage);
+	free(c);
+}
+
+int comm_rank(const struct comm *c) { return c->rank; }
+int comm_size(const struct comm *c) { return c->size; }
+int comm_local_rank(const struct comm *c) { return c->cfg.local_rank; }
+int comm_local_size(const struct comm *c) { return c->cfg.local_size; }
+int comm_nhosts(const struct comm *c) { return c->nhosts; }
+double comm_timeout_s(const struct comm *c) { return c->cfg.timeout_s; }
+const char *comm_error(const struct comm *c) { return c->err; }
+
+const char *comm_peer_host(const struct comm *c, int rank)
+{
+	return rank >= 0 && rank < c->size ? c->peers[rank].host : "?";
+}
+
+const char *comm_peer_addr(const struct comm *c, int rank)
+{
+	return rank >= 0 && rank < c->size ? c->peer_addr[rank] : "?";
+}
+
+const char *comm_transport_name(const struct comm *c)
+{
+	(void)c;
+	return "tcp";  /* auto picks tcp until the shared-memory transport exists */
+}

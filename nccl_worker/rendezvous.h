@@ -1,0 +1,24 @@
+/* The rendezvous protocol (rendezvous.c): how the ranks find each other
+ * through rank 0.  Internal to the comm library. */
+#ifndef SLOTRUN_RENDEZVOUS_H
+#define SLOTRUN_RENDEZVOUS_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "comm_internal.h"
+
+/* Registers this rank with rank 0 at master (rank 0: takes every other
+ * rank's registration) and fills c->peers with the table and c->ctl with
+ * the control connections.  my_addr is the address this rank's data plane
+ * offers ("" for the one its connection to rank 0 leaves from), dport its
+ * port.  Everything before the deadline; on failure c->err names the rank
+ * at fault (or the ranks that never came) and the registered ranks are
+ * told why. */
+int rdv_run(struct comm *c, const struct sockaddr_storage *master, socklen_t mlen,
+	    const char *my_addr, int dport, int64_t deadline);
+
+/* Constant-time comparison of two NUL-terminated secrets: 1 when equal. */
+int rdv_secret_equal(const char *a, const char *b);
+
+#endif
