@@ -212,11 +212,12 @@ static void header(struct run *r, const char *backend_note)
 	       comm_local_size(r->c), comm_timeout_s(r->c));
 	if (r->g)
 		printf("# backend nccl: %s\n", ring_nccl_describe(r->g));
-	else if (r->size == 1)
-		printf("# backend cpu: a single rank, nothing to exchange\n");
-	else
-		printf("# backend cpu: ring over %s (reduce-scatter + all-gather, %d steps)\n",
-		       comm_transport_name(r->c), 2 * (r->size - 1));
+	else {
+		char how[256];
+
+		comm_transport_describe(r->c, how, sizeof(how));
+		printf("# backend cpu: %s\n", how);
+	}
 	if (backend_note)
 		printf("# %s\n", backend_note);
 	printf("# transport %s\n", r->g ? "nccl" : comm_transport_name(r->c));

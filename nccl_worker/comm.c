@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include "comm_internal.h"
+#include "reduce.h"
 #include "rendezvous.h"
 #include "sock.h"
+#include "transport.h"
 
 /* --- helpers ------------------------------------------------------------- */
 
@@ -99,21 +101,21 @@ static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss,
 
 /* --- ring ---------------------------------------------------------------- */
 
-static void ring_tune(struct comm *c, int fd)
+static void ring_tune(struct ring *g, int fd)
 {
 	int local = sock_is_local(fd) == 1;
 
 	(void)sock_tune(fd, local ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
-	c->ring_buf = COMM_RING_SOCKBUF_LOCAL;
-	if (fd == c->ring_send)
-		c->send_local = local;
+	g->buf = COMM_RING_SOCKBUF_LOCAL;
+	if (fd == g->send_fd)
+		g->send_local = local;
 	else
-		c->recv_local = local;
+		g->recv_local = local;
 }
 
-static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
+int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline)
 {
-	int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
+	int right = g->right, left = g->left;
 	struct sockaddr_storage ss;
 	socklen_t len = 0;
 	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_MAX];
@@ -125,22 +127,22 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
 	if (r < 0)
 		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
-				c->peer_addr[right]);
-	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &c->ring_send);
+				     c->peer_addr[right]);
+	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &g->send_fd);
 	if (r < 0)
 		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
-				c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
-	ring_tune(c, c->ring_send);
+				     c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
+	ring_tune(g, g->send_fd);
 	memcpy(hello.secret, c->cfg.secret, sizeof(hello.secret));
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
-	r = sock_send_all(c->ring_send, buf, FRAME_HDR_LEN + (size_t)n, deadline);
+	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
 	if (r < 0) {
 		comm_io_phrase(c, r, phrase, sizeof(phrase));
 		return comm_init_err(c, r, "peer rank %d %s while connecting the ring", right, phrase);
 	}
 
-	while (c->ring_recv < 0) {
+	while (g->recv_fd < 0) {
 		struct frame_hdr h;
 		struct frame_hello got;
 		const char *why;
@@ -149,8 +151,8 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 
 		r = sock_accept(dlfd, deadline, &fd);
 		if (r == -ETIMEDOUT)
-			return comm_init_err(c, r, "timed out after %gs waiting for ring neighbour peer rank %d "
-					"to connect", c->cfg.timeout_s, left);
+			return comm_init_err(c, r, "timed out after %gs waiting for ring neighbour peer "
+					     "rank %d to connect", c->cfg.timeout_s, left);
 		if (r < 0)
 			return comm_init_err(c, r, "accept: %s", strerror(-r));
 		/* A stranger that says nothing costs at most 5 s. */
@@ -162,13 +164,24 @@ static int ring_connect(struct comm *c, int dlfd, int64_t deadline)
 		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
 		    rdv_secret_equal(got.secret, c->cfg.secret)) {
-			c->ring_recv = fd;
-			ring_tune(c, fd);
+			g->recv_fd = fd;
+			ring_tune(g, fd);
 		} else {
 			close(fd);
 		}
 	}
 	return 0;
+}
+
+void comm_ring_close(struct ring *g)
+{
+	if (g->send_fd >= 0)
+		close(g->send_fd);
+	if (g->recv_fd >= 0)
+		close(g->recv_fd);
+	g->send_fd = g->recv_fd = -1;
+	free(g->stage);
+	g->stage = NULL;
 }
 
 /* --- init / destroy ------------------------------------------------------ */
@@ -197,6 +210,22 @@ static void format_addrs(struct comm *c)
 		else
 			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "%s:%u", p->addr, p->port);
 	}
+}
+
+/* The ring through every rank, in rank order. */
+static int connect_full_ring(struct comm *c, int dlfd, int64_t deadline)
+{
+	c->ring.pos = c->rank;
+	c->ring.n = c->size;
+	c->ring.right = (c->rank + 1) % c->size;
+	c->ring.left = (c->rank + c->size - 1) % c->size;
+	return comm_ring_connect(c, &c->ring, dlfd, deadline);
+}
+
+static int pick_transport(struct comm *c, int dlfd, int64_t deadline)
+{
+	c->tp = &transport_tcp;
+	return connect_full_ring(c, dlfd, deadline);
 }
 
 static int do_init(struct comm *c, int64_t deadline)
@@ -230,7 +259,7 @@ static int do_init(struct comm *c, int64_t deadline)
 	r = rdv_run(c, &master, mlen, my_addr, dport, deadline);
 	if (r == 0) {
 		format_addrs(c);
-		r = ring_connect(c, dlfd, deadline);
+		r = pick_transport(c, dlfd, deadline);
 	}
 	close(dlfd);
 	return r;
@@ -251,7 +280,8 @@ int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_
 	c->rank = cfg->rank;
 	c->size = cfg->size;
 	c->timeout_ns = cfg->timeout_s * 1e9 < 9e18 ? (int64_t)(cfg->timeout_s * 1e9) : INT64_MAX / 2;
-	c->ring_send = c->ring_recv = -1;
+	c->ring.send_fd = c->ring.recv_fd = -1;
+	c->tp = &transport_tcp;
 	c->peers = calloc(n, sizeof(*c->peers));
 	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
 	c->ctl = malloc(n * sizeof(*c->ctl));
@@ -292,17 +322,15 @@ void comm_destroy(struct comm *c)
 	for (int i = 0; c->ctl && i < c->size; i++)
 		if (c->ctl[i] >= 0)
 			close(c->ctl[i]);
-	if (c->ring_send >= 0)
-		close(c->ring_send);
-	if (c->ring_recv >= 0)
-		close(c->ring_recv);
+	if (c->tp && c->tp->destroy)
+		c->tp->destroy(c);
+	comm_ring_close(&c->ring);
 	free(c->peers);
 	free(c->peer_addr);
 	free(c->ctl);
 	free(c->ctl_mid);
 	free(c->watch);
 	free(c->pfd);
-	free(c->stage);
 	free(c);
 }
 
@@ -326,6 +354,36 @@ const char *comm_peer_addr(const struct comm *c, int rank)
 
 const char *comm_transport_name(const struct comm *c)
 {
-	(void)c;
-	return "tcp";  /* auto picks tcp until the shared-memory transport exists */
+	return c->tp->name;
+}
+
+void comm_transport_describe(const struct comm *c, char *buf, size_t len)
+{
+	if (c->size == 1)
+		snprintf(buf, len, "a single rank, nothing to exchange");
+	else
+		c->tp->describe(c, buf, len);
+}
+
+const char *comm_transport_note(const struct comm *c)
+{
+	return c->tp_note;
+}
+
+int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
+		   enum comm_op op)
+{
+	int r = comm_usable(c);
+
+	if (r < 0)
+		return r;
+	c->seq++;
+	if (!reduce_get(dtype, op))
+		return comm_fail(c, -EINVAL, -1, "all-reduce: unknown type %d or op %d", (int)dtype,
+				 (int)op);
+	if (count > SIZE_MAX / comm_dtype_size(dtype))
+		return comm_fail(c, -EOVERFLOW, -1, "all-reduce of %zu elements overflows", count);
+	if (c->size == 1)
+		return 0;  /* the sum, min, max, product and mean of one value */
+	return c->tp->allreduce(c, buf, count, dtype, op);
 }

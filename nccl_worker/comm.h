@@ -118,7 +118,14 @@ int comm_nhosts(const struct comm *c);
 /* Host name and data-plane address ("addr:port") of a rank. */
 const char *comm_peer_host(const struct comm *c, int rank);
 const char *comm_peer_addr(const struct comm *c, int rank);
+/* "tcp", "shm" or "shm+tcp" (SLOTRUN_TRANSPORT; README "nccl_worker"). */
 const char *comm_transport_name(const struct comm *c);
+/* One line on how all-reduces move: the transport, its algorithm, which
+ * ranks share memory.  Written into buf (cut to len). */
+void comm_transport_describe(const struct comm *c, char *buf, size_t len);
+/* Why the transport is not the one asked for (SLOTRUN_TRANSPORT=auto fell
+ * back to TCP, say), or "". */
+const char *comm_transport_note(const struct comm *c);
 double comm_timeout_s(const struct comm *c);
 
 /* The error of the last failed call (one line, no program name, no rank

@@ -19,6 +19,7 @@
 
 #include "comm_internal.h"
 #include "sock.h"
+#include "transport.h"
 
 /* --- errors -------------------------------------------------------------- */
 
@@ -34,18 +35,41 @@ void comm_io_phrase(const struct comm *c, int rc, char *buf, size_t len)
 		snprintf(buf, len, "failed: %s", strerror(-rc));
 }
 
-/* Marks the communicator broken with this message (cut to fit), without
- * telling anyone. */
-static void set_err(struct comm *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Marks the communicator broken, once, and lets the transport tell the
+ * peers that wait on it rather than on a socket (transport.h, broken).  a
+ * is the failure as the others should hear it; NULL: this rank's c->err,
+ * blaming nobody. */
+static void mark_broken(struct comm *c, const struct frame_abort *a)
+{
+	struct frame_abort own = { .origin = c->rank, .culprit = -1 };
 
-static void set_err(struct comm *c, const char *fmt, ...)
+	if (c->broken)
+		return;
+	c->broken = 1;
+	if (!c->tp || !c->tp->broken)
+		return;
+	if (!a) {
+		snprintf(own.reason, sizeof(own.reason), "%s", c->err);
+		a = &own;
+	}
+	c->tp->broken(c, a);
+}
+
+/* Marks the communicator broken with this message (cut to fit), without
+ * telling anyone over the control plane; a as for mark_broken. */
+static void set_err(struct comm *c, const struct frame_abort *a, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void set_err(struct comm *c, const struct frame_abort *a, const char *fmt, ...)
 {
 	va_list ap;
 
-	c->broken = 1;
+	if (c->broken)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
+	mark_broken(c, a);
 }
 
 int comm_usable(struct comm *c)
@@ -93,8 +117,8 @@ int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
-	c->broken = 1;
 	snprintf(a.reason, sizeof(a.reason), "%s", c->err);
+	mark_broken(c, &a);
 	broadcast_abort(c, &a, -1);
 	return rc;
 }
@@ -103,7 +127,7 @@ int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const
 {
 	if (c->broken)
 		return -ECONNABORTED;
-	set_err(c, "%s aborted: rank %d reports: %s", what, a->origin, a->reason);
+	set_err(c, a, "%s aborted: rank %d reports: %s", what, a->origin, a->reason);
 	if (c->rank == 0)
 		broadcast_abort(c, a, from);
 	return -ECONNABORTED;
@@ -238,7 +262,7 @@ static int chief_verdict(struct comm *c, const struct frame_abort *report, int f
 		snprintf(v.reason, sizeof(v.reason), "%s", own), v.culprit = own_suspect;
 	else
 		return comm_fail_abort(c, from, &first, what);
-	set_err(c, "%s", v.reason);
+	set_err(c, &v, "%s", v.reason);
 	broadcast_abort(c, &v, -1);
 	return -ETIMEDOUT;
 }
@@ -284,7 +308,7 @@ int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char 
 		if (ms == 0) {
 			/* Rank 0 neither answered nor sent anything: it is the one
 			 * not taking part (stuck, or busy outside the library). */
-			set_err(c, "peer rank 0 did not answer this rank's timeout report either "
+			set_err(c, NULL, "peer rank 0 did not answer this rank's timeout report either "
 				"(stuck?); the timeout: %s", a.reason);
 			return -ETIMEDOUT;
 		}
@@ -300,7 +324,7 @@ int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char 
 			int rc = k == 0 ? SOCK_EOF : -errno;
 
 			comm_io_phrase(c, rc, phrase, sizeof(phrase));
-			set_err(c, "peer rank 0 %s during %s", phrase, what);
+			set_err(c, NULL, "peer rank 0 %s during %s", phrase, what);
 			return rc;
 		}
 		if (k < FRAME_HDR_LEN || frame_decode_hdr(hdr, UINT64_MAX, &h, &why) < 0 ||
@@ -309,7 +333,7 @@ int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char 
 		(void)recv(c->ctl[0], hdr, sizeof(hdr), MSG_DONTWAIT);
 		return comm_take_abort(c, 0, &h, what);
 	}
-	set_err(c, "%s", a.reason);
+	set_err(c, NULL, "%s", a.reason);
 	return -ETIMEDOUT;
 }
 

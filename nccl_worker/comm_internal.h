@@ -40,6 +40,22 @@
  * forever. */
 #define COMM_SEND_PROGRESS (256 << 10)
 
+/* A TCP ring through some of the ranks (all of them, or the node leaders of
+ * the hierarchical transport): this rank's place in it and its two
+ * connections.  n == 0: this rank is in no ring. */
+struct ring {
+	int pos, n;                  /* place in the ring, ranks in it */
+	int left, right;             /* the neighbours' ranks (in the communicator) */
+	int send_fd, recv_fd;        /* to right, from left; -1 when none */
+	int send_local, recv_local;  /* the neighbour is on this machine */
+	int buf;                     /* the socket buffer size set on local sockets */
+	unsigned char *stage;        /* receive staging buffer (ring_cpu.c) */
+	size_t stage_len;
+};
+
+struct transport;
+struct shm;
+
 struct comm {
 	struct comm_config cfg;
 	int rank, size;
@@ -55,22 +71,29 @@ struct comm {
 	int *ctl;
 	unsigned char *ctl_mid;
 
-	int ring_send;  /* to rank + 1 */
-	int ring_recv;  /* from rank - 1 */
-	int send_local, recv_local;  /* the neighbour is on this machine */
-	int ring_buf;   /* the socket buffer size set on local ring sockets */
+	/* How all-reduces move (transport.h), and what it said about its
+	 * choice ("" or e.g. why auto fell back to TCP). */
+	const struct transport *tp;
+	char tp_note[256];
+	struct ring ring;
+	struct shm *shm;           /* this node's segment (shm.c), or NULL */
 
 	uint64_t seq;   /* collectives so far; frames carry it */
 	int broken;
 	char err[COMM_ERR_MAX];
 
-	unsigned char *stage;  /* ring receive staging buffer */
-	size_t stage_len;
-
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;
 	struct pollfd *pfd;    /* room for size + 2 entries */
 };
+
+/* Connects ring g (pos, n, left and right set): to the right neighbour's
+ * data plane, and accepts the left one's connection on the listener dlfd.
+ * Within the deadline; on failure c->err says why (comm_init_err). */
+int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline);
+
+/* Closes ring g's connections and frees its staging buffer. */
+void comm_ring_close(struct ring *g);
 
 /* During comm_init: records the error (the first one wins) and returns rc;
  * nobody is told (comm_init's failure is the caller's to report). */

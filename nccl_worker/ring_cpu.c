@@ -13,7 +13,7 @@
  * directions moving; the control connections are watched at the same time
  * so that a failure elsewhere stops us at once.
  *
- * Reduce-scatter data lands in a staging buffer (c->stage, small enough to
+ * Reduce-scatter data lands in a staging buffer (j->g->stage, small enough to
  * stay in cache) and is reduced from there straight into the user buffer;
  * all-gather data is received straight into the user buffer.  Sends go
  * straight from the user buffer.  send(2) copies, so overwriting a range
@@ -21,7 +21,7 @@
  *
  * Small buffers take the all-gather ring (ring_use_gather) on the same
  * streams: every rank's whole buffer goes round in n-1 steps through the
- * staging buffer (block i at c->stage + i * bytes, ours copied in first),
+ * staging buffer (block i at j->g->stage + i * bytes, ours copied in first),
  * and each rank then reduces the n blocks in rank order.  Half the steps of
  * the reduce-scatter ring, and every step is a wake-up of the next rank.
  * The choice depends only on what every rank passes (count, type, n), so
@@ -32,15 +32,19 @@
  * sequence number), so ranks that disagree fail with a message instead of
  * exchanging garbage. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
 #include <sys/socket.h>
 
+#include "ring_cpu.h"
+
 #include "comm_internal.h"
 #include "reduce.h"
 #include "ring_schedule.h"
 #include "sock.h"
+#include "transport.h"
 
 /* Staging buffer for reduce-scatter receives, and the smallest send worth a
  * system call (unless it ends a segment).  Measured on the 2-core
@@ -66,8 +70,9 @@ struct stream {
 };
 
 struct job {
+	struct ring *g;
 	uint8_t *buf;
-	uint8_t *base;            /* where segments lie: buf, or c->stage (gather) */
+	uint8_t *base;            /* where segments lie: buf, or g->stage (gather) */
 	int gather;               /* the all-gather ring (ring_use_gather) */
 	uint64_t bytes;           /* count * esize */
 	uint64_t count;
@@ -77,43 +82,42 @@ struct job {
 	reduce_fn fn;
 	int nsteps;
 	struct stream snd, rcv;
-	size_t fill;              /* received bytes in c->stage not reduced yet */
+	size_t fill;              /* received bytes in g->stage not reduced yet */
 	uint8_t hdr_out[HDR_BYTES];
 	uint8_t hdr_in[HDR_BYTES];
 	size_t hdr_got;
 };
 
-static void seg_bytes(const struct comm *c, const struct job *j, int seg, uint64_t *off,
-		      uint64_t *len)
+static void seg_bytes(const struct job *j, int seg, uint64_t *off, uint64_t *len)
 {
-	ring_segment(j->count, c->size, seg, off, len);
+	ring_segment(j->count, j->g->n, seg, off, len);
 	*off *= j->esize;
 	*len *= j->esize;
 }
 
 /* This rank's schedule at `step`, and the segment it sends (sending) or
  * receives there: j->base + *off, *len bytes. */
-static void step_of(const struct comm *c, const struct job *j, int step, int sending,
-		    struct ring_step *st, uint64_t *off, uint64_t *len)
+static void step_of(const struct job *j, int step, int sending, struct ring_step *st,
+		    uint64_t *off, uint64_t *len)
 {
 	if (j->gather) {
-		ring_gather_schedule(c->size, c->rank, step, st);
+		ring_gather_schedule(j->g->n, j->g->pos, step, st);
 		*off = (uint64_t)(sending ? st->send_seg : st->recv_seg) * j->bytes;
 		*len = j->bytes;
 		return;
 	}
-	ring_schedule(c->size, c->rank, step, st);
-	seg_bytes(c, j, sending ? st->send_seg : st->recv_seg, off, len);
+	ring_schedule(j->g->n, j->g->pos, step, st);
+	seg_bytes(j, sending ? st->send_seg : st->recv_seg, off, len);
 }
 
 /* Skips finished (and empty) steps. */
-static void settle(const struct comm *c, const struct job *j, struct stream *s, int sending)
+static void settle(const struct job *j, struct stream *s, int sending)
 {
 	while (s->step < j->nsteps) {
 		struct ring_step st;
 		uint64_t off, len;
 
-		step_of(c, j, s->step, sending, &st, &off, &len);
+		step_of(j, s->step, sending, &st, &off, &len);
 		if (s->off < len)
 			return;
 		s->step++;
@@ -193,45 +197,45 @@ static int recv_some(struct comm *c, struct job *j, int left)
 	ssize_t k;
 
 	if (j->hdr_got < HDR_BYTES) {
-		k = recv(c->ring_recv, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got, MSG_DONTWAIT);
+		k = recv(j->g->recv_fd, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got, MSG_DONTWAIT);
 		if (k > 0) {
 			j->hdr_got += (size_t)k;
 			if (j->hdr_got == HDR_BYTES) {
 				int r = check_header(c, j, left);
 				if (r < 0)
 					return r;
-				settle(c, j, &j->rcv, 0);
+				settle(j, &j->rcv, 0);
 			}
 			return 1;
 		}
 		goto fail;
 	}
 
-	step_of(c, j, j->rcv.step, 0, &st, &off, &len);
+	step_of(j, j->rcv.step, 0, &st, &off, &len);
 	if (!st.reduce) {
-		k = recv(c->ring_recv, j->base + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
+		k = recv(j->g->recv_fd, j->base + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
 		if (k <= 0)
 			goto fail;
 		j->rcv.off += (uint64_t)k;
 	} else {
 		uint64_t want = len - j->rcv.off - j->fill;
-		size_t room = c->stage_len - j->fill, n;
+		size_t room = j->g->stage_len - j->fill, n;
 		uint8_t *dst = j->base + off + j->rcv.off;
 
-		k = recv(c->ring_recv, c->stage + j->fill, want < room ? want : room, MSG_DONTWAIT);
+		k = recv(j->g->recv_fd, j->g->stage + j->fill, want < room ? want : room, MSG_DONTWAIT);
 		if (k <= 0)
 			goto fail;
 		j->fill += (size_t)k;
 		n = j->fill / j->esize;
-		j->fn(dst, c->stage, n);
+		j->fn(dst, j->g->stage, n);
 		if (st.last_reduce && j->op == COMM_AVG)
-			reduce_avg_finish(dst, n, j->dtype, c->size);
+			reduce_avg_finish(dst, n, j->dtype, j->g->n);
 		j->rcv.off += n * j->esize;
 		j->fill -= n * j->esize;
 		if (j->fill)  /* a split element: keep its bytes for the next recv */
-			memmove(c->stage, c->stage + n * j->esize, j->fill);
+			memmove(j->g->stage, j->g->stage + n * j->esize, j->fill);
 	}
-	settle(c, j, &j->rcv, 0);
+	settle(j, &j->rcv, 0);
 	return 1;
 
 fail:
@@ -248,11 +252,11 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	ssize_t k;
 
 	*blocked = 0;
-	step_of(c, j, j->snd.step, 1, &st, &off, &len);
+	step_of(j, j->snd.step, 1, &st, &off, &len);
 	n = sendable(j, len);
 	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
 		return 0;
-	k = send(c->ring_send, j->base + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	k = send(j->g->send_fd, j->base + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k < 0) {
 		if (errno == EAGAIN || errno == EINTR) {
 			*blocked = 1;
@@ -261,7 +265,7 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 		return peer_fail(c, j, right, -errno, j->snd.step + 1);
 	}
 	j->snd.off += (uint64_t)k;
-	settle(c, j, &j->snd, 1);
+	settle(j, &j->snd, 1);
 	return k > INT32_MAX ? INT32_MAX : (int)k;
 }
 
@@ -272,22 +276,22 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
  * bytes queued (a neighbour already in the next collective) loses nothing:
  * the kernel only stops opening the window.  Two setsockopt calls when the
  * size changes; best effort, as at connection time. */
-static void local_bufs(struct comm *c, uint64_t bytes)
+static void local_bufs(struct ring *g, uint64_t bytes)
 {
 	int want = bytes <= COMM_RING_MID_BYTES ? COMM_RING_SOCKBUF_MID : COMM_RING_SOCKBUF_LOCAL;
 
-	if (want == c->ring_buf)
+	if (want == g->buf)
 		return;
-	if (c->send_local)
-		(void)setsockopt(c->ring_send, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
-	if (c->recv_local)
-		(void)setsockopt(c->ring_recv, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
-	c->ring_buf = want;
+	if (g->send_local)
+		(void)setsockopt(g->send_fd, SOL_SOCKET, SO_SNDBUF, &want, sizeof(want));
+	if (g->recv_local)
+		(void)setsockopt(g->recv_fd, SOL_SOCKET, SO_RCVBUF, &want, sizeof(want));
+	g->buf = want;
 }
 
 static int ring_run(struct comm *c, struct job *j)
 {
-	int left = (c->rank + c->size - 1) % c->size, right = (c->rank + 1) % c->size;
+	int left = j->g->left, right = j->g->right;
 	int64_t deadline = sock_now_ns() + c->timeout_ns;
 	uint64_t sent = 0;  /* since the deadline was last pushed back */
 	int64_t spin_until = -1;
@@ -295,10 +299,10 @@ static int ring_run(struct comm *c, struct job *j)
 
 	/* Our header first: the socket is empty between collectives, so it
 	 * fits. */
-	r = sock_send_all(c->ring_send, j->hdr_out, HDR_BYTES, deadline);
+	r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, deadline);
 	if (r < 0)
 		return peer_fail(c, j, right, r, 0);
-	settle(c, j, &j->snd, 1);
+	settle(j, &j->snd, 1);
 	comm_watch_init(c);
 
 	for (;;) {
@@ -341,9 +345,9 @@ static int ring_run(struct comm *c, struct job *j)
 
 		rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
 		if (rcv_open)
-			c->pfd[np++] = (struct pollfd){ .fd = c->ring_recv, .events = POLLIN };
+			c->pfd[np++] = (struct pollfd){ .fd = j->g->recv_fd, .events = POLLIN };
 		if (blocked)
-			c->pfd[np++] = (struct pollfd){ .fd = c->ring_send, .events = POLLOUT };
+			c->pfd[np++] = (struct pollfd){ .fd = j->g->send_fd, .events = POLLOUT };
 		nw = comm_watch_fill(c, c->pfd + np);
 		ms = sock_poll_ms(deadline);
 		if (ms == 0) {
@@ -364,49 +368,58 @@ static int ring_run(struct comm *c, struct job *j)
 	}
 }
 
-int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-		   enum comm_op op)
+int ring_allreduce(struct comm *c, struct ring *g, void *buf, size_t count,
+		   enum comm_dtype dtype, enum comm_op op)
 {
-	struct job j = { .buf = buf, .count = count, .dtype = dtype, .op = op };
+	struct job j = { .g = g, .buf = buf, .count = count, .dtype = dtype, .op = op };
 	struct frame_allreduce m = { .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
-	int r = comm_usable(c);
+	int r;
 
-	if (r < 0)
-		return r;
-	c->seq++;
 	j.fn = reduce_get(dtype, op);
-	if (!j.fn)
-		return comm_fail(c, -EINVAL, -1, "all-reduce: unknown type %d or op %d", (int)dtype,
-				 (int)op);
 	j.esize = comm_dtype_size(dtype);
-	if (count > SIZE_MAX / j.esize)
-		return comm_fail(c, -EOVERFLOW, -1, "all-reduce of %zu elements overflows", count);
-	if (c->size == 1)
-		return 0;  /* the sum, min, max, product and mean of one value */
-	if (!c->stage) {
-		c->stage_len = RING_STAGE_BYTES;
-		c->stage = malloc(c->stage_len);
-		if (!c->stage)
+	if (g->n < 2)
+		return 0;
+	if (!g->stage) {
+		g->stage_len = RING_STAGE_BYTES;
+		g->stage = malloc(g->stage_len);
+		if (!g->stage)
 			return comm_fail(c, -ENOMEM, -1, "out of memory");
 	}
 	j.bytes = (uint64_t)count * j.esize;
-	j.gather = ring_use_gather(c->size, j.bytes, RING_GATHER_FWD_MAX, c->stage_len);
-	j.base = j.gather ? c->stage : j.buf;
-	j.nsteps = j.gather ? ring_gather_nsteps(c->size) : ring_nsteps(c->size);
+	j.gather = ring_use_gather(g->n, j.bytes, RING_GATHER_FWD_MAX, g->stage_len);
+	j.base = j.gather ? g->stage : j.buf;
+	j.nsteps = j.gather ? ring_gather_nsteps(g->n) : ring_nsteps(g->n);
 	if (j.gather && j.bytes)
-		memcpy(c->stage + (size_t)c->rank * j.bytes, buf, j.bytes);
+		memcpy(g->stage + (size_t)g->pos * j.bytes, buf, j.bytes);
 	frame_encode_hdr(j.hdr_out, FRAME_ALLREDUCE, c->seq, FRAME_ALLREDUCE_LEN);
 	frame_allreduce_encode(&m, j.hdr_out + FRAME_HDR_LEN);
-	local_bufs(c, j.bytes);
+	local_bufs(g, j.bytes);
 	r = ring_run(c, &j);
 	if (r < 0 || !j.gather || !j.bytes)
 		return r;
-	/* Every rank reduces the blocks in rank order: the same result
+	/* Every rank reduces the blocks in ring order: the same result
 	 * everywhere, bit for bit. */
-	for (int i = 1; i < c->size; i++)
-		j.fn(c->stage, c->stage + (size_t)i * j.bytes, count);
+	for (int i = 1; i < g->n; i++)
+		j.fn(g->stage, g->stage + (size_t)i * j.bytes, count);
 	if (op == COMM_AVG)
-		reduce_avg_finish(c->stage, count, dtype, c->size);
-	memcpy(buf, c->stage, j.bytes);
+		reduce_avg_finish(g->stage, count, dtype, g->n);
+	memcpy(buf, g->stage, j.bytes);
 	return 0;
 }
+
+static int tcp_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
+			 enum comm_op op)
+{
+	return ring_allreduce(c, &c->ring, buf, count, dtype, op);
+}
+
+static void tcp_describe(const struct comm *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "ring over tcp (reduce-scatter + all-gather, %d steps)", 2 * (c->size - 1));
+}
+
+const struct transport transport_tcp = {
+	.name = "tcp",
+	.allreduce = tcp_allreduce,
+	.describe = tcp_describe,
+};

@@ -1,0 +1,43 @@
+/* A transport: how comm_allreduce moves the data.  comm_init picks one per
+ * communicator once the rendezvous is done (comm.c, pick_transport) and
+ * connects what it needs; each transport is one file that fills this
+ * table.  Internal to the comm library.
+ *
+ *   tcp       ring_cpu.c  the pipelined ring over TCP through every rank
+ *
+ * Errors go through comm_fail (comm_internal.h), as everywhere. */
+#ifndef SLOTRUN_TRANSPORT_H
+#define SLOTRUN_TRANSPORT_H
+
+#include <stddef.h>
+
+#include "comm.h"
+#include "frame.h"
+
+struct comm;
+
+struct transport {
+	const char *name;  /* what comm_transport_name says */
+
+	/* In place, on every rank with the same arguments.  The caller
+	 * (comm_allreduce) has checked the communicator, the type and op and
+	 * the size in bytes, bumped c->seq, and handled WORLD_SIZE 1. */
+	int (*allreduce)(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
+			 enum comm_op op);
+
+	/* One line for the benchmark's header: what runs where. */
+	void (*describe)(const struct comm *c, char *buf, size_t len);
+
+	/* Called once when the communicator breaks, with the failure as the
+	 * other ranks should hear it (the rank that saw it first, the rank it
+	 * blames, the reason), so that peers blocked on this transport rather
+	 * than on a socket learn of it at once.  NULL: nothing to do. */
+	void (*broken)(struct comm *c, const struct frame_abort *a);
+
+	/* Frees what the transport holds (comm_destroy).  NULL: nothing. */
+	void (*destroy)(struct comm *c);
+};
+
+extern const struct transport transport_tcp;
+
+#endif
