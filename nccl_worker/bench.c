@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "comm.h"
 #include "ring_nccl.h"
 #include "sock.h"
@@ -83,10 +84,10 @@ static void on_usr1(int sig)
 struct run {
 	const struct bench_opts *o;
 	struct comm *c;
-	struct ring_nccl *g;
+	const struct backend_ops *be;  /* what the all-reduces run on */
+	struct backend *b;
 	int rank, size;
 	void *host;
-	void *dev;
 	double busbw_sum;
 	int rows;
 	uint64_t wrong_total;
@@ -112,26 +113,6 @@ static int die(struct run *r, const char *what)
 	return 1;
 }
 
-/* Runs the all-reduce `times` times on the active backend. */
-static int reduce_n(struct run *r, long times, size_t count, enum comm_dtype t, enum comm_op op)
-{
-	if (r->g) {
-		for (long i = 0; i < times; i++)
-			if (ring_nccl_allreduce_start(r->g, r->dev, count, t, op) < 0)
-				return -1;
-		return ring_nccl_sync(r->g);
-	}
-	for (long i = 0; i < times; i++)
-		if (comm_allreduce(r->c, r->host, count, t, op) < 0)
-			return -1;
-	return 0;
-}
-
-static int load(struct run *r, size_t bytes)
-{
-	return r->g ? ring_nccl_to_device(r->g, r->dev, r->host, bytes) : 0;
-}
-
 static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op)
 {
 	size_t esize = comm_dtype_size(t), count = bytes / esize;
@@ -142,11 +123,11 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 
 	bytes = count * esize;
 	verify_fill(r->host, count, t, op, r->rank);
-	if (load(r, bytes) < 0 || comm_barrier(r->c) < 0 || reduce_n(r, r->o->warmup, count, t, op) < 0 ||
-	    comm_barrier(r->c) < 0)
+	if (r->be->load(r->b, r->host, bytes) < 0 || comm_barrier(r->c) < 0 ||
+	    r->be->run(r->b, r->o->warmup, count, t, op) < 0 || comm_barrier(r->c) < 0)
 		return -1;
 	t0 = now_s();
-	if (reduce_n(r, r->o->iters, count, t, op) < 0)
+	if (r->be->run(r->b, r->o->iters, count, t, op) < 0)
 		return -1;
 	mine.us = (now_s() - t0) * 1e6 / (double)r->o->iters;
 
@@ -155,9 +136,8 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 		double got = 0, want = 0;
 
 		verify_fill(r->host, count, t, op, r->rank);
-		if (load(r, bytes) < 0 || reduce_n(r, 1, count, t, op) < 0)
-			return -1;
-		if (r->g && ring_nccl_to_host(r->g, r->host, r->dev, bytes) < 0)
+		if (r->be->load(r->b, r->host, bytes) < 0 || r->be->run(r->b, 1, count, t, op) < 0 ||
+		    r->be->fetch(r->b, r->host, bytes) < 0)
 			return -1;
 		if (r->corrupt_rank == r->rank && count)
 			for (size_t b = 0; b < esize; b++)
@@ -210,17 +190,17 @@ static void header(struct run *r, const char *backend_note)
 	       SLOTRUN_VERSION, o->iters, o->warmup, o->check ? "on" : "off");
 	printf("# ranks %d, hosts %d, local ranks %d, timeout %gs\n", r->size, comm_nhosts(r->c),
 	       comm_local_size(r->c), comm_timeout_s(r->c));
-	if (r->g)
-		printf("# backend nccl: %s\n", ring_nccl_describe(r->g));
-	else {
+	{
 		char how[256];
 
-		comm_transport_describe(r->c, how, sizeof(how));
-		printf("# backend cpu: %s\n", how);
+		r->be->describe(r->b, how, sizeof(how));
+		printf("# backend %s: %s\n", r->be->name, how);
 	}
 	if (backend_note)
 		printf("# %s\n", backend_note);
-	printf("# transport %s\n", r->g ? "nccl" : comm_transport_name(r->c));
+	if (r->be == &backend_cpu && comm_transport_note(r->c)[0])
+		printf("# %s\n", comm_transport_note(r->c));
+	printf("# transport %s\n", r->be == &backend_nccl ? "nccl" : comm_transport_name(r->c));
 	for (int i = 0; i < shown; i++)
 		printf("#   rank %d: host %s, data plane %s\n", i, comm_peer_host(r->c, i),
 		       comm_peer_addr(r->c, i));
@@ -240,20 +220,21 @@ static void header(struct run *r, const char *backend_note)
 }
 
 /* Which backend, agreed by all ranks: NCCL for auto only when every rank
- * can use it. */
-static int choose_backend(struct run *r, int local_ok, const char *why, char *note, size_t len)
+ * can use it.  NULL when the agreement failed (comm_error says why). */
+static const struct backend_ops *choose_backend(struct run *r, int local_ok, const char *why,
+						char *note, size_t len)
 {
 	unsigned char mine = (unsigned char)local_ok, *all;
 	int all_ok = 1, first_bad = -1;
 
 	if (r->o->backend == BENCH_CPU)
-		return BENCH_CPU;
+		return &backend_cpu;
 	if (r->o->backend == BENCH_NCCL)
-		return BENCH_NCCL;  /* checked before the rendezvous */
+		return &backend_nccl;  /* checked before the rendezvous */
 	all = malloc((size_t)r->size);
 	if (!all || comm_allgather(r->c, &mine, 1, all) < 0) {
 		free(all);
-		return -1;
+		return NULL;
 	}
 	for (int i = 0; i < r->size; i++) {
 		if (!all[i]) {
@@ -264,13 +245,13 @@ static int choose_backend(struct run *r, int local_ok, const char *why, char *no
 	}
 	free(all);
 	if (all_ok)
-		return BENCH_NCCL;
+		return &backend_nccl;
 	if (!local_ok)
 		snprintf(note, len, "backend auto: %s; using the CPU ring instead", why);
 	else
 		snprintf(note, len, "backend auto: rank %d cannot use NCCL; using the CPU ring instead",
 			 first_bad);
-	return BENCH_CPU;
+	return &backend_cpu;
 }
 
 static int run_rows(struct run *r)
@@ -312,7 +293,7 @@ int bench_main(const struct bench_opts *o)
 	struct comm_config cfg;
 	struct run r = { .o = o };
 	char err[COMM_ERR_MAX], why[256] = "", note[512] = "";
-	int local_ok = 0, backend, status = 0;
+	int local_ok = 0, status = 0;
 	size_t cap = o->maxbytes ? (size_t)o->maxbytes : 1;
 
 	/* SIGUSR1 is slotrun's preemption signal: note it, stop at the next row. */
@@ -347,14 +328,16 @@ int bench_main(const struct bench_opts *o)
 		return 1;
 	}
 
-	backend = choose_backend(&r, local_ok, why, note, sizeof(note));
-	if (backend < 0) {
+	r.be = choose_backend(&r, local_ok, why, note, sizeof(note));
+	if (!r.be) {
 		status = die(&r, NULL);
 		goto out;
 	}
-	if (backend == BENCH_NCCL &&
-	    (ring_nccl_init(r.c, &r.g) < 0 || ring_nccl_alloc(r.g, cap, &r.dev) < 0)) {
-		status = die(&r, "NCCL");
+	if (r.be->open(r.c, cap, &r.b) < 0) {
+		if (!comm_error(r.c)[0])
+			fprintf(stderr, "nccl_worker: rank %d: cannot open the %s backend: out of memory\n",
+				r.rank, r.be->name);
+		status = die(&r, r.be == &backend_nccl ? "NCCL" : NULL);
 		goto out;
 	}
 	header(&r, note[0] ? note : NULL);
@@ -372,10 +355,8 @@ int bench_main(const struct bench_opts *o)
 		status = 1;
 	}
 out:
-	if (r.g) {
-		ring_nccl_free(r.g, r.dev);
-		ring_nccl_destroy(r.g);
-	}
+	if (r.b)
+		r.be->close(r.b);
 	comm_destroy(r.c);
 	free(r.host);
 	return status;
