@@ -104,30 +104,55 @@ uint16_t reduce_float_to_fp16(float f) { return fp16_out(f); }
 		}                                                                       \
 	}
 
-KERNEL(f32_sum, float, OP_SUM)
-KERNEL(f32_prod, float, OP_PROD)
-KERNEL(f32_min, float, OP_MIN)
-KERNEL(f32_max, float, OP_MAX)
-KERNEL(f64_sum, double, OP_SUM)
-KERNEL(f64_prod, double, OP_PROD)
-KERNEL(f64_min, double, OP_MIN)
-KERNEL(f64_max, double, OP_MAX)
-KERNEL(i32_sum, uint32_t, OP_SUM)
-KERNEL(i32_prod, uint32_t, OP_PROD)
-KERNEL(i32_min, int32_t, OP_MIN)
-KERNEL(i32_max, int32_t, OP_MAX)
-KERNEL(i64_sum, uint64_t, OP_SUM)
-KERNEL(i64_prod, uint64_t, OP_PROD)
-KERNEL(i64_min, int64_t, OP_MIN)
-KERNEL(i64_max, int64_t, OP_MAX)
-KERNEL16(bf16_sum, bf16_in, bf16_out, OP_SUM)
-KERNEL16(bf16_prod, bf16_in, bf16_out, OP_PROD)
-KERNEL16(bf16_min, bf16_in, bf16_out, OP_MIN)
-KERNEL16(bf16_max, bf16_in, bf16_out, OP_MAX)
-KERNEL16(fp16_sum, fp16_in, fp16_out, OP_SUM)
-KERNEL16(fp16_prod, fp16_in, fp16_out, OP_PROD)
-KERNEL16(fp16_min, fp16_in, fp16_out, OP_MIN)
-KERNEL16(fp16_max, fp16_in, fp16_out, OP_MAX)
+/* Out of place: d = a OP b, the same arithmetic. */
+#define KERNEL2(name, T, OP)                                                            \
+	static void name(void *restrict dv, const void *restrict av,                    \
+			 const void *restrict bv, size_t n)                             \
+	{                                                                               \
+		T *restrict d = dv;                                                     \
+		const T *restrict a = av, *restrict b = bv;                             \
+		for (size_t i = 0; i < n; i++)                                          \
+			d[i] = OP(a[i], b[i]);                                          \
+	}
+
+#define KERNEL2_16(name, IN, OUT, OP)                                                   \
+	static void name(void *restrict dv, const void *restrict av,                    \
+			 const void *restrict bv, size_t n)                             \
+	{                                                                               \
+		uint16_t *restrict d = dv;                                              \
+		const uint16_t *restrict a = av, *restrict b = bv;                      \
+		for (size_t i = 0; i < n; i++)                                          \
+			d[i] = OUT(OP(IN(a[i]), IN(b[i])));                             \
+	}
+
+/* Every (type, op) in both forms: NAME##_x (in place) and NAME##_x2. */
+#define KERNELS(name, T, OP) KERNEL(name, T, OP) KERNEL2(name##2, T, OP)
+#define KERNELS16(name, IN, OUT, OP) KERNEL16(name, IN, OUT, OP) KERNEL2_16(name##2, IN, OUT, OP)
+
+KERNELS(f32_sum, float, OP_SUM)
+KERNELS(f32_prod, float, OP_PROD)
+KERNELS(f32_min, float, OP_MIN)
+KERNELS(f32_max, float, OP_MAX)
+KERNELS(f64_sum, double, OP_SUM)
+KERNELS(f64_prod, double, OP_PROD)
+KERNELS(f64_min, double, OP_MIN)
+KERNELS(f64_max, double, OP_MAX)
+KERNELS(i32_sum, uint32_t, OP_SUM)
+KERNELS(i32_prod, uint32_t, OP_PROD)
+KERNELS(i32_min, int32_t, OP_MIN)
+KERNELS(i32_max, int32_t, OP_MAX)
+KERNELS(i64_sum, uint64_t, OP_SUM)
+KERNELS(i64_prod, uint64_t, OP_PROD)
+KERNELS(i64_min, int64_t, OP_MIN)
+KERNELS(i64_max, int64_t, OP_MAX)
+KERNELS16(bf16_sum, bf16_in, bf16_out, OP_SUM)
+KERNELS16(bf16_prod, bf16_in, bf16_out, OP_PROD)
+KERNELS16(bf16_min, bf16_in, bf16_out, OP_MIN)
+KERNELS16(bf16_max, bf16_in, bf16_out, OP_MAX)
+KERNELS16(fp16_sum, fp16_in, fp16_out, OP_SUM)
+KERNELS16(fp16_prod, fp16_in, fp16_out, OP_PROD)
+KERNELS16(fp16_min, fp16_in, fp16_out, OP_MIN)
+KERNELS16(fp16_max, fp16_in, fp16_out, OP_MAX)
 
 #ifdef HAVE_X86_F16C
 /* fp16 with the F16C conversion instructions, 8 lanes at a time; the tail
@@ -149,13 +174,38 @@ KERNEL16(fp16_max, fp16_in, fp16_out, OP_MAX)
 			d[i] = fp16_out(OP(fp16_in(d[i]), fp16_in(s[i])));              \
 	}
 
+#define KERNEL2_F16C(name, VOP, OP)                                                     \
+	__attribute__((target("avx2,f16c"))) static void name(                          \
+		void *restrict dv, const void *restrict av, const void *restrict bv,    \
+		size_t n)                                                               \
+	{                                                                               \
+		uint16_t *restrict d = dv;                                              \
+		const uint16_t *restrict a = av, *restrict b = bv;                      \
+		size_t i = 0;                                                           \
+		for (; i + 8 <= n; i += 8) {                                            \
+			__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))); \
+			__m256 y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + i))); \
+			_mm_storeu_si128((__m128i *)(d + i),                            \
+					 _mm256_cvtps_ph(VOP(x, y), _MM_FROUND_TO_NEAREST_INT)); \
+		}                                                                       \
+		for (; i < n; i++)                                                      \
+			d[i] = fp16_out(OP(fp16_in(a[i]), fp16_in(b[i])));              \
+	}
+
 KERNEL_F16C(fp16_sum_f16c, _mm256_add_ps, OP_SUM)
 KERNEL_F16C(fp16_prod_f16c, _mm256_mul_ps, OP_PROD)
 KERNEL_F16C(fp16_min_f16c, _mm256_min_ps, OP_MIN)
 KERNEL_F16C(fp16_max_f16c, _mm256_max_ps, OP_MAX)
 
+KERNEL2_F16C(fp16_sum2_f16c, _mm256_add_ps, OP_SUM)
+KERNEL2_F16C(fp16_prod2_f16c, _mm256_mul_ps, OP_PROD)
+KERNEL2_F16C(fp16_min2_f16c, _mm256_min_ps, OP_MIN)
+KERNEL2_F16C(fp16_max2_f16c, _mm256_max_ps, OP_MAX)
+
 static const reduce_fn fp16_f16c[4] = { fp16_sum_f16c, fp16_prod_f16c, fp16_min_f16c,
 					fp16_max_f16c };
+static const reduce2_fn fp16_f16c2[4] = { fp16_sum2_f16c, fp16_prod2_f16c, fp16_min2_f16c,
+					  fp16_max2_f16c };
 #endif
 
 /* Indexed by [type][op], op in SUM PROD MIN MAX; AVG uses SUM. */
@@ -167,6 +217,29 @@ static const reduce_fn kernels[COMM_DTYPE_COUNT][4] = {
 	[COMM_BF16] = { bf16_sum, bf16_prod, bf16_min, bf16_max },
 	[COMM_FP16] = { fp16_sum, fp16_prod, fp16_min, fp16_max },
 };
+
+static const reduce2_fn kernels2[COMM_DTYPE_COUNT][4] = {
+	[COMM_FLOAT32] = { f32_sum2, f32_prod2, f32_min2, f32_max2 },
+	[COMM_FLOAT64] = { f64_sum2, f64_prod2, f64_min2, f64_max2 },
+	[COMM_INT32] = { i32_sum2, i32_prod2, i32_min2, i32_max2 },
+	[COMM_INT64] = { i64_sum2, i64_prod2, i64_min2, i64_max2 },
+	[COMM_BF16] = { bf16_sum2, bf16_prod2, bf16_min2, bf16_max2 },
+	[COMM_FP16] = { fp16_sum2, fp16_prod2, fp16_min2, fp16_max2 },
+};
+
+reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op)
+{
+	int k;
+
+	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
+		return NULL;
+	k = op == COMM_AVG ? COMM_SUM : (int)op;
+#ifdef HAVE_X86_F16C
+	if (t == COMM_FP16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+		return fp16_f16c2[k];
+#endif
+	return kernels2[t][k];
+}
 
 reduce_fn reduce_get(enum comm_dtype t, enum comm_op op)
 {

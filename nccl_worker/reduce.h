@@ -16,8 +16,16 @@
 
 typedef void (*reduce_fn)(void *restrict dst, const void *restrict src, size_t n);
 
+typedef void (*reduce2_fn)(void *restrict dst, const void *restrict a, const void *restrict b,
+			   size_t n);
+
 /* The kernel for (t, op); NULL when either is out of range. */
 reduce_fn reduce_get(enum comm_dtype t, enum comm_op op);
+
+/* The same arithmetic out of place, dst[i] = a[i] OP b[i] (dst, a and b
+ * do not overlap): what the shared-memory transport reduces with, straight
+ * from two peers' slots into a third buffer. */
+reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op);
 
 /* buf[i] /= nranks: floats divide in their type (bf16/fp16 in float),
  * integers truncate toward zero. */

@@ -219,3 +219,38 @@ LEAK_TEST(reduce, avg_divides_and_integers_truncate_toward_zero)
 	reduce_avg_finish(h, 1, COMM_FP16, 2);
 	cr_assert_eq(reduce_fp16_to_float(h[0]), 2.5f);
 }
+
+/* The out-of-place kernels compute what the in-place ones do, bit for bit,
+ * for every type and op (random bits, so NaNs, infinities and subnormals
+ * of the 16-bit types come up too), at lengths around the vector widths. */
+LEAK_TEST(reduce, out_of_place_kernels_match_in_place_ones)
+{
+	static uint8_t a[LEN * 8], b[LEN * 8], in_place[LEN * 8], out[LEN * 8 + 8];
+
+	cr_assert_null(reduce2_get(COMM_DTYPE_COUNT, COMM_SUM));
+	cr_assert_null(reduce2_get(COMM_FLOAT32, COMM_OP_COUNT));
+	for (int t = 0; t < COMM_DTYPE_COUNT; t++) {
+		size_t es = comm_dtype_size((enum comm_dtype)t);
+
+		for (int op = 0; op < COMM_OP_COUNT; op++) {
+			reduce2_fn f2 = reduce2_get((enum comm_dtype)t, (enum comm_op)op);
+
+			cr_assert_not_null(f2);
+			for (size_t n = 0; n <= LEN; n += (n < 40 ? 1 : 333)) {
+				for (size_t i = 0; i < n * es; i++) {
+					a[i] = (uint8_t)next_rand();
+					b[i] = (uint8_t)next_rand();
+				}
+				memcpy(in_place, a, n * es);
+				reduce_get((enum comm_dtype)t, (enum comm_op)op)(in_place, b, n);
+				memset(out, 0xa5, n * es + 8);
+				f2(out, a, b, n);
+				cr_assert(memcmp(out, in_place, n * es) == 0, "type %d op %d n %zu", t,
+					  op, n);
+				for (size_t i = n * es; i < n * es + 8; i++)
+					cr_assert_eq(out[i], 0xa5, "wrote past the end: type %d n %zu", t,
+						     n);
+			}
+		}
+	}
+}
