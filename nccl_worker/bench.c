@@ -188,8 +188,8 @@ static void header(struct run *r, const char *backend_note)
 		return;
 	printf("# nccl_worker %s: all-reduce, in place, %ld iterations after %ld warm-up, check %s\n",
 	       SLOTRUN_VERSION, o->iters, o->warmup, o->check ? "on" : "off");
-	printf("# ranks %d, hosts %d, local ranks %d, timeout %gs\n", r->size, comm_nhosts(r->c),
-	       comm_local_size(r->c), comm_timeout_s(r->c));
+	printf("# ranks %d, hosts %d, nodes %d, local ranks %d, timeout %gs\n", r->size,
+	       comm_nhosts(r->c), comm_nnodes(r->c), comm_local_size(r->c), comm_timeout_s(r->c));
 	{
 		char how[256];
 

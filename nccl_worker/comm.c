@@ -22,6 +22,8 @@
 #include "comm_internal.h"
 #include "reduce.h"
 #include "rendezvous.h"
+#include "shm.h"
+#include "shm_sched.h"
 #include "sock.h"
 #include "transport.h"
 
@@ -222,10 +224,128 @@ static int connect_full_ring(struct comm *c, int dlfd, int64_t deadline)
 	return comm_ring_connect(c, &c->ring, dlfd, deadline);
 }
 
+static const char *asked(char t)
+{
+	return t == 't' ? "tcp" : t == 's' ? "shm" : "auto";
+}
+
+/* The ring through the node leaders (the hierarchical transport), for the
+ * leaders; the other ranks are in no ring. */
+static int connect_leader_ring(struct comm *c, const int *leaders, int nnodes, int dlfd,
+			       int64_t deadline)
+{
+	for (int k = 0; k < nnodes; k++) {
+		if (leaders[k] != c->rank)
+			continue;
+		c->ring.pos = k;
+		c->ring.n = nnodes;
+		c->ring.right = leaders[(k + 1) % nnodes];
+		c->ring.left = leaders[(k + nnodes - 1) % nnodes];
+		return comm_ring_connect(c, &c->ring, dlfd, deadline);
+	}
+	return 0;
+}
+
+/* Whether every node could set up its shared memory: one allgather, so
+ * that all ranks take the same decision.  Returns 1 (all could), 0 with the
+ * first failure's reason in why, or the control plane's failure. */
+static int agree(struct comm *c, int ok, char *why, size_t len)
+{
+	struct vote {
+		char ok;
+		char why[231];
+	} mine = { .ok = (char)ok }, *all = calloc((size_t)c->size, sizeof(*all));
+	int r;
+
+	if (!all)
+		return comm_init_err(c, -ENOMEM, "out of memory");
+	snprintf(mine.why, sizeof(mine.why), "%s", why);
+	r = comm_allgather(c, &mine, sizeof(mine), all);
+	for (int i = 0; r == 0 && i < c->size; i++) {
+		if (!all[i].ok) {
+			all[i].why[sizeof(all[i].why) - 1] = '\0';
+			snprintf(why, len, "%s", all[i].why);
+			r = 1;
+			break;
+		}
+	}
+	free(all);
+	return r < 0 ? r : r == 0;
+}
+
+/* SLOTRUN_TRANSPORT (README "nccl_worker"): every rank says what it asked
+ * for, which node it is on and where its node's segment can be fetched;
+ * then all take the same decision from the same table.  tcp: the ring
+ * through every rank.  auto: shared memory when two ranks share a node
+ * (the shm transport on one node, the hierarchical one across several),
+ * else, or when a node cannot set it up, the TCP ring.  shm: shared memory
+ * or a one-line error. */
 static int pick_transport(struct comm *c, int dlfd, int64_t deadline)
 {
-	c->tp = &transport_tcp;
-	return connect_full_ring(c, dlfd, deadline);
+	struct shm_info mine, *all = calloc((size_t)c->size, sizeof(*all));
+	int *leaders = malloc(sizeof(int) * (size_t)c->size);
+	char why[COMM_ERR_MAX] = "";
+	int nnodes, r;
+
+	if (!all || !leaders) {
+		free(all);
+		free(leaders);
+		return comm_init_err(c, -ENOMEM, "out of memory");
+	}
+	shm_info_fill(c, &mine);
+	r = comm_allgather(c, &mine, sizeof(mine), all);
+	if (r < 0)
+		goto out;
+	for (int i = 0; i < c->size; i++) {
+		all[i].key[sizeof(all[i].key) - 1] = '\0';
+		all[i].sock[sizeof(all[i].sock) - 1] = '\0';
+		if (all[i].transport != mine.transport) {
+			r = comm_init_err(c, -EINVAL, "SLOTRUN_TRANSPORT differs: rank %d has %s, rank %d "
+					  "%s", i, asked(all[i].transport), c->rank,
+					  asked(mine.transport));
+			goto out;
+		}
+	}
+	nnodes = shm_node_leaders(all[0].key, sizeof(*all), c->size, leaders);
+	c->nnodes = nnodes;
+	if (mine.transport == 's' && nnodes > 1) {
+		int other = leaders[1];
+
+		r = comm_init_err(c, -EXDEV, "SLOTRUN_TRANSPORT=shm, but ranks 0 and %d are on "
+				  "different hosts (%s, %s; a host is a kernel boot and a network "
+				  "namespace): use auto or tcp", other, c->peers[0].host,
+				  c->peers[other].host);
+		goto out;
+	}
+	if (mine.transport == 't' || nnodes == c->size) {
+		shm_free(c, 0);
+		c->tp = &transport_tcp;
+		r = connect_full_ring(c, dlfd, deadline);
+		goto out;
+	}
+
+	r = shm_attach(c, all, deadline, why, sizeof(why));
+	r = agree(c, r == 0, why, sizeof(why));
+	if (r < 0)
+		goto out;
+	if (r == 0) {
+		shm_free(c, 0);
+		if (mine.transport == 's') {
+			r = comm_init_err(c, -EXDEV, "SLOTRUN_TRANSPORT=shm: no shared memory: %s", why);
+			goto out;
+		}
+		snprintf(c->tp_note, sizeof(c->tp_note),
+			 "transport auto: no shared memory (%s); using tcp", why);
+		c->tp = &transport_tcp;
+		r = connect_full_ring(c, dlfd, deadline);
+		goto out;
+	}
+	c->tp = nnodes == 1 ? &transport_shm : &transport_hier;
+	r = nnodes == 1 ? 0 : connect_leader_ring(c, leaders, nnodes, dlfd, deadline);
+out:
+	free(all);
+	free(leaders);
+	return r;
 }
 
 static int do_init(struct comm *c, int64_t deadline)
@@ -281,6 +401,8 @@ int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_
 	c->size = cfg->size;
 	c->timeout_ns = cfg->timeout_s * 1e9 < 9e18 ? (int64_t)(cfg->timeout_s * 1e9) : INT64_MAX / 2;
 	c->ring.send_fd = c->ring.recv_fd = -1;
+	c->shm_lfd = -1;
+	c->nnodes = 1;
 	c->tp = &transport_tcp;
 	c->peers = calloc(n, sizeof(*c->peers));
 	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
@@ -324,6 +446,7 @@ void comm_destroy(struct comm *c)
 			close(c->ctl[i]);
 	if (c->tp && c->tp->destroy)
 		c->tp->destroy(c);
+	shm_free(c, 0);  /* what a failed comm_init left */
 	comm_ring_close(&c->ring);
 	free(c->peers);
 	free(c->peer_addr);
@@ -339,6 +462,7 @@ int comm_size(const struct comm *c) { return c->size; }
 int comm_local_rank(const struct comm *c) { return c->cfg.local_rank; }
 int comm_local_size(const struct comm *c) { return c->cfg.local_size; }
 int comm_nhosts(const struct comm *c) { return c->nhosts; }
+int comm_nnodes(const struct comm *c) { return c->nnodes; }
 double comm_timeout_s(const struct comm *c) { return c->cfg.timeout_s; }
 const char *comm_error(const struct comm *c) { return c->err; }
 

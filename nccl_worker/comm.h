@@ -73,6 +73,7 @@ enum comm_op {
 enum comm_transport {
 	COMM_TRANSPORT_AUTO,
 	COMM_TRANSPORT_TCP,
+	COMM_TRANSPORT_SHM,
 };
 
 struct comm_config {
@@ -115,6 +116,10 @@ int comm_local_rank(const struct comm *c);
 int comm_local_size(const struct comm *c);
 /* Distinct host names in the table. */
 int comm_nhosts(const struct comm *c);
+/* Nodes: groups of ranks that run on one kernel in one network namespace,
+ * which could share memory (DESIGN.md "same host"); with SLOTRUN_TRANSPORT
+ * tcp counted all the same. */
+int comm_nnodes(const struct comm *c);
 /* Host name and data-plane address ("addr:port") of a rank. */
 const char *comm_peer_host(const struct comm *c, int rank);
 const char *comm_peer_addr(const struct comm *c, int rank);

@@ -177,10 +177,9 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *),
 	else if (strcmp(s, "tcp") == 0)
 		cfg->transport = COMM_TRANSPORT_TCP;
 	else if (strcmp(s, "shm") == 0)
-		return cfg_err(err, errlen,
-			       "SLOTRUN_TRANSPORT=shm is not supported yet (expected auto or tcp)");
+		cfg->transport = COMM_TRANSPORT_SHM;
 	else
-		return cfg_err(err, errlen, "SLOTRUN_TRANSPORT=%s: expected auto or tcp",
+		return cfg_err(err, errlen, "SLOTRUN_TRANSPORT=%s: expected auto, tcp or shm",
 			       comm_shown(s, b, sizeof(b)));
 
 	s = get("SLOTRUN_JOB_SECRET");

@@ -77,6 +77,8 @@ struct comm {
 	char tp_note[256];
 	struct ring ring;
 	struct shm *shm;           /* this node's segment (shm.c), or NULL */
+	int shm_lfd;               /* the abstract socket of shm_info_fill, or -1 */
+	int nnodes;                /* nodes: groups of ranks that could share memory */
 
 	uint64_t seq;   /* collectives so far; frames carry it */
 	int broken;

@@ -39,7 +39,7 @@ static const char usage[] =
 	"  -c, --check 0|1   check the results                             [1]\n"
 	"  -h, --help        this help;  --version  the version\n"
 	"\n"
-	"Environment: SLOTRUN_TIMEOUT (seconds, default 300), SLOTRUN_TRANSPORT (auto|tcp),\n"
+	"Environment: SLOTRUN_TIMEOUT (seconds, default 300), SLOTRUN_TRANSPORT (auto|tcp|shm),\n"
 	"NCCL_SOCKET_IFNAME.  SIGUSR1 to any rank stops all of them after the current row.\n"
 	"Exit status: 0 all right; 1 wrong elements or a failure (one line on stderr names\n"
 	"the rank at fault); 2 bad flags or environment; 77 --backend nccl without NCCL or\n"

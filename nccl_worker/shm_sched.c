@@ -66,7 +66,8 @@ void shm_layout_make(struct shm_layout *l, int m, int depth, uint64_t slot_bytes
 	l->slot_bytes = round_up(slot_bytes, SHM_LINE);
 	l->ctl_off = SHM_LINE;
 	l->wait_off = l->ctl_off + (uint64_t)m * SHM_LINE;
-	l->slots_off = round_up(l->wait_off + (uint64_t)m * SHM_LINE, 4096);
+	l->abort_off = l->wait_off + (uint64_t)m * SHM_LINE;
+	l->slots_off = round_up(l->abort_off + (uint64_t)m * SHM_ABORT_BYTES, 4096);
 	l->total = round_up(l->slots_off + (uint64_t)m * (uint64_t)depth * l->slot_bytes, 4096);
 }
 

@@ -50,15 +50,18 @@ void shm_plan_piece(const struct shm_plan *p, uint64_t s, int i, uint64_t *off, 
 
 /* The segment: a header line, one control line per rank (what it has
  * posted; written by that rank only), one line per rank that waiters
- * write (how many sleep on its flags), then every rank's slots.  Lines are
- * SHM_LINE bytes apart; slots start on a page. */
-#define SHM_LINE 128  /* two cache lines: adjacent-line prefetch shares no line */
+ * write (how many sleep on its flags), one abort record per rank (why it
+ * failed, for the others), then every rank's slots.  Lines are SHM_LINE
+ * bytes apart; slots start on a page. */
+#define SHM_LINE 128         /* two cache lines: adjacent-line prefetch shares no line */
+#define SHM_ABORT_BYTES 640  /* an abort record: two ranks and a reason */
 
 struct shm_layout {
-	int m, depth;
+	int m, depth;        /* depth: a power of two (counters wrap at 2^32) */
 	uint64_t slot_bytes;
 	uint64_t ctl_off;    /* m lines */
 	uint64_t wait_off;   /* m lines */
+	uint64_t abort_off;  /* m records of SHM_ABORT_BYTES */
 	uint64_t slots_off;  /* m * depth slots of slot_bytes */
 	uint64_t total;      /* the segment's size, a multiple of the page */
 };

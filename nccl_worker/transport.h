@@ -4,6 +4,8 @@
  * table.  Internal to the comm library.
  *
  *   tcp       ring_cpu.c  the pipelined ring over TCP through every rank
+ *   shm       shm.c       one node's ranks through a shared segment
+ *   shm+tcp   hier.c      shm within each node, the TCP ring across leaders
  *
  * Errors go through comm_fail (comm_internal.h), as everywhere. */
 #ifndef SLOTRUN_TRANSPORT_H
@@ -38,6 +40,6 @@ struct transport {
 	void (*destroy)(struct comm *c);
 };
 
-extern const struct transport transport_tcp;
+extern const struct transport transport_tcp, transport_shm, transport_hier;
 
 #endif

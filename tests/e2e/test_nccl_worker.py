@@ -380,8 +380,7 @@ def bad_environment_exit_2_with_one_line():
         ({"WORLD_SIZE": "two"}, "WORLD_SIZE=two"),
         ({"MASTER_PORT": "0"}, "MASTER_PORT=0"),
         ({"MASTER_ADDR": None}, "MASTER_ADDR is not set"),
-        ({"SLOTRUN_TRANSPORT": "shm"}, "SLOTRUN_TRANSPORT=shm is not supported yet"),
-        ({"SLOTRUN_TRANSPORT": "ib"}, "SLOTRUN_TRANSPORT=ib: expected auto or tcp"),
+        ({"SLOTRUN_TRANSPORT": "ib"}, "SLOTRUN_TRANSPORT=ib: expected auto, tcp or shm"),
         ({"SLOTRUN_TIMEOUT": "soon"}, "SLOTRUN_TIMEOUT=soon"),
     ]:
         env = dict(os.environ)

@@ -84,9 +84,9 @@ LEAK_TEST(comm_config, malformed_values_name_the_variable)
 		{ { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TIMEOUT", "3s", NULL }, "SLOTRUN_TIMEOUT=3s" },
 		{ { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TIMEOUT", "nan", NULL }, "SLOTRUN_TIMEOUT=nan" },
 		{ { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TRANSPORT", "udp", NULL },
-		  "SLOTRUN_TRANSPORT=udp: expected auto or tcp" },
-		{ { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TRANSPORT", "shm", NULL },
-		  "SLOTRUN_TRANSPORT=shm is not supported yet" },
+		  "SLOTRUN_TRANSPORT=udp: expected auto, tcp or shm" },
+		{ { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TRANSPORT", "SHM", NULL },
+		  "SLOTRUN_TRANSPORT=SHM: expected auto, tcp or shm" },
 		{ { "RANK", "1", "WORLD_SIZE", "4", "LOCAL_WORLD_SIZE", "2", "MASTER_ADDR", "h",
 		    "MASTER_PORT", "1", NULL }, "LOCAL_RANK is not set" },
 		{ { "RANK", "1", "WORLD_SIZE", "4", "LOCAL_WORLD_SIZE", "2", "LOCAL_RANK", "2",
@@ -100,6 +100,25 @@ LEAK_TEST(comm_config, malformed_values_name_the_variable)
 		cr_assert_eq(parse(bad[i].env, &c, err), -EINVAL, "case %zu", i);
 		cr_assert(strstr(err, bad[i].says), "case %zu: '%s' lacks '%s'", i, err, bad[i].says);
 		cr_assert_null(strchr(err, '\n'), "case %zu: not one line", i);
+	}
+}
+
+LEAK_TEST(comm_config, every_transport_parses)
+{
+	static const struct {
+		const char *value;
+		enum comm_transport t;
+	} ok[] = { { "", COMM_TRANSPORT_AUTO }, { "auto", COMM_TRANSPORT_AUTO },
+		   { "tcp", COMM_TRANSPORT_TCP }, { "shm", COMM_TRANSPORT_SHM } };
+	struct comm_config c;
+	char err[COMM_ERR_MAX];
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		const char *env[] = { "RANK", "0", "WORLD_SIZE", "1", "SLOTRUN_TRANSPORT", ok[i].value,
+				      NULL };
+
+		cr_assert_eq(parse(env, &c, err), 0, "%s: %s", ok[i].value, err);
+		cr_assert_eq(c.transport, ok[i].t, "%s", ok[i].value);
 	}
 }
 

@@ -106,7 +106,9 @@ LEAK_TEST(shm_sched, the_segment_layout_never_overlaps)
 		cr_assert_eq(l.slot_bytes % SHM_LINE, 0);
 		cr_assert_geq(l.ctl_off, SHM_LINE, "the header line comes first");
 		cr_assert_geq(l.wait_off, l.ctl_off + (uint64_t)m * SHM_LINE);
-		cr_assert_geq(l.slots_off, l.wait_off + (uint64_t)m * SHM_LINE);
+		cr_assert_geq(l.abort_off, l.wait_off + (uint64_t)m * SHM_LINE);
+		cr_assert_eq(l.abort_off % SHM_LINE, 0);
+		cr_assert_geq(l.slots_off, l.abort_off + (uint64_t)m * SHM_ABORT_BYTES);
 		cr_assert_eq(l.slots_off % 4096, 0);
 		cr_assert_eq(l.total % 4096, 0);
 		prev_end = l.slots_off;

@@ -1,0 +1,52 @@
+/* The hierarchical transport: shared memory within each node, the TCP ring
+ * across the nodes' leaders.  An all-reduce is three phases: the node's
+ * ranks reduce into their leader through the segment (shm_reduce), the
+ * leaders all-reduce over the ring (ring_allreduce), and each leader
+ * broadcasts the result through its segment (shm_bcast).  avg is a sum
+ * until the leader divides by WORLD_SIZE, before the broadcast.
+ *
+ * Why this and not one ring through every rank, shared-memory hops within a
+ * node and TCP ones between: README "nccl_worker" has the measurements. */
+#include <stdio.h>
+
+#include "reduce.h"
+#include "ring_cpu.h"
+#include "shm.h"
+
+static int hier_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
+			  enum comm_op op)
+{
+	enum comm_op sum = op == COMM_AVG ? COMM_SUM : op;
+	int r = 0;
+
+	if (c->shm)
+		r = shm_reduce(c, buf, count, dtype, sum);
+	if (r == 0 && c->ring.n > 1) {
+		r = ring_allreduce(c, &c->ring, buf, count, dtype, sum);
+		if (r == 0 && op == COMM_AVG)
+			reduce_avg_finish(buf, count, dtype, c->size);
+	}
+	if (r == 0 && c->shm)
+		r = shm_bcast(c, buf, count * comm_dtype_size(dtype));
+	return r;
+}
+
+static void hier_describe(const struct comm *c, char *buf, size_t len)
+{
+	snprintf(buf, len, "shared memory within each of %d nodes (this one: %d ranks), TCP ring "
+		 "over the node leaders (reduce in the node, all-reduce across, broadcast in the "
+		 "node)", c->nnodes, shm_local_size(c));
+}
+
+static void hier_destroy(struct comm *c)
+{
+	shm_free(c, 1);
+}
+
+const struct transport transport_hier = {
+	.name = "shm+tcp",
+	.allreduce = hier_allreduce,
+	.describe = hier_describe,
+	.broken = shm_transport_broken,
+	.destroy = hier_destroy,
+};
