@@ -2,7 +2,7 @@
 """The job plane's figures on 3 network-namespace nodes (needs root and
 iproute2), each with its baseline measured in the same invocation.
 
-Usage: bench/job_plane.py [--slotrun PATH] [--runs N]
+Usage: bench/job_plane.py [--slotrun PATH] [--runs N] [--json FILE]
 
 failure   rank 5 (node 2) prints its clock and exits 4 while the other five
           ranks sleep; time from that clock reading to each node's slotrun
@@ -15,6 +15,7 @@ start     3 nodes x 2 slots of /bin/true, launch of the three slotruns to
           the last exit; baseline: the same three slotruns each told it is
           a job of one node (no join)."""
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -30,6 +31,7 @@ from netns import Cluster  # noqa: E402
 ap = argparse.ArgumentParser()
 ap.add_argument("--slotrun", default=os.path.join(HERE, "..", "build", "launcher", "slotrun"))
 ap.add_argument("--runs", type=int, default=10)
+ap.add_argument("--json", help="also write the figures here")
 args = ap.parse_args()
 SR = os.path.abspath(args.slotrun)
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "DET_", "SLOTRUN_"))}
@@ -114,6 +116,9 @@ try:
         alone = start_cost(net, single=True)
 except Skip as e:
     print(f"skipped: {e}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"skipped": str(e)}, f)
     sys.exit(0)
 
 print(f"# job plane, 3 namespace nodes x 2 slots, {args.runs} runs (medians; max over the nodes where said)")
@@ -128,3 +133,8 @@ print(f"| cut link to nodes 0 and 1 declaring node 2 lost, --heartbeat-timeout 5
 print(f"| the same, --heartbeat-timeout 2 | {med(cut2) / 1000:.2f} s (max {max(cut2) / 1000:.2f}) | timeout 2 s |")
 print(f"| start to exit of 3 nodes x 2 /bin/true | {med(joined):.1f} ms | {med(alone):.1f} ms as three "
       f"single-node jobs (join adds {med(joined) - med(alone):.1f} ms) |")
+if args.json:
+    with open(args.json, "w") as f:
+        json.dump({"runs": args.runs, "failure_to_every_exit_ms": med(worst),
+                   "cut_link_lost_s": {"5": med(cut5) / 1000, "2": med(cut2) / 1000},
+                   "start_ms": {"joined": med(joined), "alone": med(alone)}}, f, indent=1)

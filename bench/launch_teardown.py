@@ -2,7 +2,7 @@
 """slotrun's launch time, teardown time and peak memory, against baselines
 run in the same invocation.
 
-Usage: bench/launch_teardown.py [--slotrun PATH] [--runs N]
+Usage: bench/launch_teardown.py [--slotrun PATH] [--runs N] [--json FILE]
 
 launch    `slotrun --slots 8 -- /bin/true`, start to exit (median of N);
           baselines: a shell starting 8 /bin/true in parallel, and
@@ -12,6 +12,7 @@ teardown  rank 0 exits 1 after 200 ms while 7 others `sleep 60`: time from
           launcher's exit; baseline mpirun when installed.
 memory    the launcher's peak RSS (VmHWM) with 8 workers running."""
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -22,7 +23,9 @@ import time
 ap = argparse.ArgumentParser()
 ap.add_argument("--slotrun", default=os.path.join(os.path.dirname(__file__), "..", "build", "launcher", "slotrun"))
 ap.add_argument("--runs", type=int, default=30)
+ap.add_argument("--json", help="also write the figures here")
 args = ap.parse_args()
+doc = {"runs": args.runs, "launch_ms": {}, "teardown_ms": {}, "peak_mib": {}}
 SR = os.path.abspath(args.slotrun)
 MPI = shutil.which("mpirun")
 MPI_FLAGS = ["--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", "8"]
@@ -65,6 +68,7 @@ base = None
 for name, cmd in rows:
     med, mn = timed(cmd, args.runs if "mpirun" not in name else max(5, args.runs // 3))
     base = base or med
+    doc["launch_ms"][name] = med
     print(f"{name:<28} {med:8.2f} ({mn:.2f})  x slotrun {med / base:6.2f}")
 
 runs = max(5, args.runs // 3)
@@ -75,6 +79,7 @@ if MPI:
     rows.append(("mpirun -np 8", [MPI, *MPI_FLAGS, "sh", "-c", WORKER]))
 for name, cmd in rows:
     med, mx = teardown(cmd, runs)
+    doc["teardown_ms"][name] = med
     print(f"{name:<28} {med:8.2f} ({mx:.2f})")
 
 print("# peak memory of the launcher (VmHWM) with 8 workers running, MiB")
@@ -100,6 +105,10 @@ try:
             hwm = [l for l in f if l.startswith("VmHWM")][0].split()[1]
         open(gate, "w").close()
         p.wait(30)
+        doc["peak_mib"][name] = int(hwm) / 1024
         print(f"{name:<28} {int(hwm) / 1024:8.1f}")
 finally:
     shutil.rmtree(d)
+if args.json:
+    with open(args.json, "w") as f:
+        json.dump(doc, f, indent=1)
