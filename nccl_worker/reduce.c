@@ -253,32 +253,39 @@ static const reduce2_fn kernels2[COMM_DTYPE_COUNT][4] = {
 	[COMM_FP16] = { fp16_sum2, fp16_prod2, fp16_min2, fp16_max2 },
 };
 
+/* The tables' column for op (AVG reduces as SUM), or -1; *f16c when the
+ * F16C kernels serve type t here. */
+static int kernel_of(enum comm_dtype t, enum comm_op op, int *f16c)
+{
+	*f16c = 0;
+	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
+		return -1;
+#ifdef HAVE_X86_F16C
+	*f16c = t == COMM_FP16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
+	return op == COMM_AVG ? COMM_SUM : (int)op;
+}
+
 reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op)
 {
-	int k;
+	int f16c, k = kernel_of(t, op, &f16c);
 
-	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
-		return NULL;
-	k = op == COMM_AVG ? COMM_SUM : (int)op;
 #ifdef HAVE_X86_F16C
-	if (t == COMM_FP16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+	if (f16c)
 		return fp16_f16c2[k];
 #endif
-	return kernels2[t][k];
+	return k < 0 ? NULL : kernels2[t][k];
 }
 
 reduce_fn reduce_get(enum comm_dtype t, enum comm_op op)
 {
-	int k;
+	int f16c, k = kernel_of(t, op, &f16c);
 
-	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
-		return NULL;
-	k = op == COMM_AVG ? COMM_SUM : (int)op;
 #ifdef HAVE_X86_F16C
-	if (t == COMM_FP16 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c"))
+	if (f16c)
 		return fp16_f16c[k];
 #endif
-	return kernels[t][k];
+	return k < 0 ? NULL : kernels[t][k];
 }
 
 void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks)

@@ -2,11 +2,13 @@
 the worker environment of DESIGN.md (slotrun would set the same), reading
 them all, and rank 0's table."""
 
+import os
+import re
 import select
 import socket
 import time
 
-from harness import Proc, binary
+from harness import Proc, binary, wait_for
 
 NW = binary("nccl_worker")
 
@@ -98,3 +100,38 @@ def bench_ok(n, args, timeout=240, expect_rows=None, **kw):
     if expect_rows is not None:
         assert len(rows) == expect_rows, (len(rows), expect_rows)
     return procs[0].out, rows
+
+
+# One endless row: after the header every rank is in the timed all-reduce
+# loop (nothing else in it uses the CPU).
+ALLREDUCING = [NW, "--backend", "cpu", "-b", "8M", "-e", "8M", "-n", "100000000", "-w", "0",
+               "-c", "0"]
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def start_allreducing(n, victim, timeout, transport="tcp"):
+    """n ranks in ALLREDUCING, once the victim has spent 0.3 s of CPU in it."""
+    procs = start(n, ALLREDUCING, timeout=timeout, transport=transport)
+    procs[0].wait_line("# transport", timeout=60)
+    wait_for(lambda: cpu_seconds(procs[victim].pid) > 0.3, 60, "the ranks to be all-reducing")
+    return procs
+
+
+def survivors_name(procs, dead, t0, limit, *phrases, named=None):
+    """Every other rank exits non-zero within limit seconds with one line
+    naming the dead rank (named: a regex for it) and holding phrases."""
+    codes = finish_all({r: p for r, p in procs.items() if r != dead}, limit + 10)
+    took = time.monotonic() - t0
+    for r, code in codes.items():
+        err = procs[r].err.decode()
+        assert code != 0, (r, code, err)
+        assert re.search(named or rf"peer rank {dead}\b", err), (r, err)
+        for phrase in phrases:
+            assert phrase in err, (r, phrase, err)
+        assert err.startswith(f"nccl_worker: rank {r}: ") and err.count("\n") == 1, (r, err)
+    assert took < limit, f"took {took:.1f}s, more than {limit}s"

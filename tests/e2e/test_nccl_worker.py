@@ -11,7 +11,8 @@ import subprocess
 import time
 
 from harness import Proc, Skip, binary, case, run, run_cmd, wait_for
-from ranks import NW, bench_ok, finish_all, free_port, rank_env, start, table
+from ranks import (NW, bench_ok, finish_all, free_port, rank_env, start, start_allreducing,
+                   survivors_name, table)
 
 CHECK = binary("comm_check")
 TIMEOUT = 6  # SLOTRUN_TIMEOUT for the failure tests, seconds
@@ -84,40 +85,6 @@ def core_api_primitives_n1_n2_n3_n5():
         assert all(c == 0 for c in codes.values()), (n, codes, {r: p.err for r, p in procs.items()})
         for r, p in procs.items():
             assert p.out.decode().startswith(f"comm_check: rank {r}: ok ({n} ranks on 1 hosts)"), p.out
-
-
-# One endless row: after the header every rank is in the timed all-reduce
-# loop (nothing else in it uses the CPU).
-ALLREDUCING = [NW, "--backend", "cpu", "-b", "8M", "-e", "8M", "-n", "100000000", "-w", "0",
-               "-c", "0"]
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def start_allreducing(n, victim, timeout):
-    procs = start(n, ALLREDUCING, timeout=timeout)
-    procs[0].wait_line("# transport", timeout=60)
-    wait_for(lambda: cpu_seconds(procs[victim].pid) > 0.3, 60, "the ranks to be all-reducing")
-    return procs
-
-
-def survivors_name(procs, dead, t0, limit, *phrases, named=None):
-    """Every other rank exits non-zero within limit seconds with one line
-    naming the dead rank (named: a regex for it) and holding phrases."""
-    codes = finish_all({r: p for r, p in procs.items() if r != dead}, limit + 10)
-    took = time.monotonic() - t0
-    for r, code in codes.items():
-        err = procs[r].err.decode()
-        assert code != 0, (r, code, err)
-        assert re.search(named or rf"peer rank {dead}\b", err), (r, err)
-        for phrase in phrases:
-            assert phrase in err, (r, phrase, err)
-        assert err.startswith(f"nccl_worker: rank {r}: ") and err.count("\n") == 1, (r, err)
-    assert took < limit, f"took {took:.1f}s, more than {limit}s"
 
 
 @case

@@ -10,8 +10,9 @@ import re
 import signal
 import time
 
-from harness import Proc, Skip, binary, case, job_env, run, wait_for
-from ranks import NW, bench_ok, finish_all, free_port, start, table
+from harness import Proc, binary, case, job_env, run, wait_for
+from ranks import (ALLREDUCING, NW, bench_ok, finish_all, free_port, start, start_allreducing,
+                   survivors_name, table)
 
 CHECK = binary("comm_check")
 SR = binary("slotrun")
@@ -90,44 +91,10 @@ def mismatched_transport_settings_are_told():
         assert err.count("\n") == 1, err
 
 
-# One endless row: after the header every rank is in the timed all-reduce
-# loop (nothing else in it uses the CPU).
-ALLREDUCING = [NW, "--backend", "cpu", "-b", "8M", "-e", "8M", "-n", "100000000", "-w", "0",
-               "-c", "0"]
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        v = f.read().rsplit(")", 1)[1].split()
-    return (int(v[11]) + int(v[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def survivors_name(procs, dead, t0, limit, *phrases, named=None):
-    """Every other rank exits non-zero within limit seconds with one line
-    naming the dead rank (named: a regex for it) and holding phrases."""
-    codes = finish_all({r: p for r, p in procs.items() if r != dead}, limit + 10)
-    took = time.monotonic() - t0
-    for r, code in codes.items():
-        err = procs[r].err.decode()
-        assert code != 0, (r, code, err)
-        assert re.search(named or rf"peer rank {dead}\b", err), (r, err)
-        for phrase in phrases:
-            assert phrase in err, (r, phrase, err)
-        assert err.startswith(f"nccl_worker: rank {r}: ") and err.count("\n") == 1, (r, err)
-    assert took < limit, f"took {took:.1f}s, more than {limit}s"
-
-
-def start_allreducing(n, victim, timeout):
-    procs = start(n, ALLREDUCING, transport="shm", timeout=timeout)
-    procs[0].wait_line("# transport shm", timeout=60)
-    wait_for(lambda: cpu_seconds(procs[victim].pid) > 0.3, 60, "the ranks to be all-reducing")
-    return procs
-
-
 @case
 def killed_member_and_killed_leader_are_named_at_once():
     for victim in (2, 0):   # rank 0 leads the node: it holds the others' sockets
-        procs = start_allreducing(4, victim, TIMEOUT)
+        procs = start_allreducing(4, victim, TIMEOUT, transport="shm")
         t0 = time.monotonic()
         procs[victim].p.send_signal(signal.SIGKILL)
         # at once: the dead rank's sockets close; well before SLOTRUN_TIMEOUT
@@ -136,7 +103,7 @@ def killed_member_and_killed_leader_are_named_at_once():
 
 @case
 def wedged_rank_is_named_after_the_timeout():
-    procs = start_allreducing(4, 1, 2)
+    procs = start_allreducing(4, 1, 2, transport="shm")
     t0 = time.monotonic()
     procs[1].p.send_signal(signal.SIGSTOP)
     try:
