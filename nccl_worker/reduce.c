@@ -288,6 +288,39 @@ reduce_fn reduce_get(enum comm_dtype t, enum comm_op op)
 	return k < 0 ? NULL : kernels[t][k];
 }
 
+void reduce_copy_stream(void *restrict dst, const void *restrict src, size_t n)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+	size_t head = (size_t)(-(uintptr_t)d & 15);
+
+	if (n < 256) {
+		memcpy(d, s, n);
+		return;
+	}
+	memcpy(d, s, head);
+	d += head;
+	s += head;
+	n -= head;
+	for (; n >= 64; n -= 64, d += 64, s += 64) {
+		__m128i a = _mm_loadu_si128((const __m128i *)s);
+		__m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
+		__m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
+		__m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
+
+		_mm_stream_si128((__m128i *)d, a);
+		_mm_stream_si128((__m128i *)(d + 16), b);
+		_mm_stream_si128((__m128i *)(d + 32), c);
+		_mm_stream_si128((__m128i *)(d + 48), e);
+	}
+	memcpy(d, s, n);
+	_mm_sfence();  /* streaming stores are weakly ordered: fence them */
+#else
+	memcpy(dst, src, n);
+#endif
+}
+
 void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks)
 {
 	switch (t) {

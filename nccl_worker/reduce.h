@@ -27,6 +27,12 @@ reduce_fn reduce_get(enum comm_dtype t, enum comm_op op);
  * from two peers' slots into a third buffer. */
 reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op);
 
+/* memcpy whose stores go around the caches (x86 streaming stores; memcpy
+ * elsewhere): for results written to memory that is not read again soon,
+ * which saves reading each destination line in before overwriting it.
+ * Ordered before what the caller does next (a fence). */
+void reduce_copy_stream(void *restrict dst, const void *restrict src, size_t n);
+
 /* buf[i] /= nranks: floats divide in their type (bf16/fp16 in float),
  * integers truncate toward zero. */
 void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks);

@@ -69,6 +69,11 @@
  * kernels that combine the m sources and the copy of the result. */
 #define SHM_BLOCK (16u << 10)
 
+/* Buffers of at least this many bytes are copied out of the slots with
+ * streaming stores (reduce_copy_stream): they do not fit the caches anyway,
+ * and the stores then skip reading every line of the destination first. */
+#define SHM_STREAM_MIN (16u << 20)
+
 /* Waiting: spin this long before sleeping; sleep at most this long before
  * looking around (README "nccl_worker" says why these numbers). */
 #define SHM_SPIN_NS 20000
@@ -421,8 +426,14 @@ struct op {
 	reduce2_fn fn2;
 	int avg_div;        /* divide the result by this (avg), or 0 */
 	int out_all;        /* every rank copies the result out (else the leader only) */
+	void (*copy)(void *restrict, const void *restrict, size_t);  /* out of the slots */
 	uint32_t base;      /* the counters before this collective */
 };
+
+static void copy_plain(void *restrict dst, const void *restrict src, size_t n)
+{
+	memcpy(dst, src, n);
+}
 
 static int check_desc(struct comm *c, struct shm *s, const struct op *o, const char *what)
 {
@@ -559,7 +570,7 @@ static void copy_out(struct shm *s, const struct op *o, uint64_t t)
 			continue;
 		shm_plan_piece(&o->p, t, i, &poff, &plen);
 		if (plen)
-			memcpy(o->buf + woff + poff, slot_of(s, i, x) + poff, plen);
+			o->copy(o->buf + woff + poff, slot_of(s, i, x) + poff, plen);
 	}
 }
 
@@ -618,6 +629,7 @@ static int node_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype 
 	int r;
 
 	o.esize = comm_dtype_size(dtype);
+	o.copy = (uint64_t)count * o.esize >= SHM_STREAM_MIN ? reduce_copy_stream : copy_plain;
 	o.fn = reduce_get(dtype, op);
 	o.fn2 = reduce2_get(dtype, op);
 	shm_plan_make(&o.p, (uint64_t)count * o.esize, s->m, s->lay.slot_bytes, SHM_SMALL_MAX);
@@ -657,7 +669,8 @@ int shm_bcast(struct comm *c, void *buf, size_t bytes)
 		} else {
 			r = wait_all(c, s, CNT_IN, x + 1, 1, "all-reduce");
 			if (r == 0) {
-				memcpy((uint8_t *)buf + off, slot_of(s, 0, x), len);
+				(bytes >= SHM_STREAM_MIN ? reduce_copy_stream : copy_plain)(
+					(uint8_t *)buf + off, slot_of(s, 0, x), len);
 				post(s, CNT_OUT, x + 1);
 			}
 		}

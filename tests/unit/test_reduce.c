@@ -254,3 +254,26 @@ LEAK_TEST(reduce, out_of_place_kernels_match_in_place_ones)
 		}
 	}
 }
+
+/* The streaming copy copies exactly, whatever the alignment and length. */
+LEAK_TEST(reduce, streaming_copy_is_a_copy)
+{
+	static uint8_t src[5000], dst[5100];
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)next_rand();
+	for (size_t doff = 0; doff < 20; doff += 3) {
+		for (size_t soff = 0; soff < 20; soff += 7) {
+			for (size_t n = 0; n + soff < sizeof(src); n += n < 300 ? 1 : 997) {
+				memset(dst, 0x5a, sizeof(dst));
+				reduce_copy_stream(dst + doff, src + soff, n);
+				cr_assert(memcmp(dst + doff, src + soff, n) == 0, "d+%zu s+%zu n=%zu", doff,
+					  soff, n);
+				for (size_t i = 0; i < doff; i++)
+					cr_assert_eq(dst[i], 0x5a);
+				for (size_t i = doff + n; i < sizeof(dst); i++)
+					cr_assert_eq(dst[i], 0x5a, "wrote past the end: n=%zu", n);
+			}
+		}
+	}
+}
