@@ -6,10 +6,11 @@
  * window of the buffer (shm_plan_step) is cut into m pieces
  * (shm_plan_piece); piece i belongs to the rank with index i on the node.
  * Every rank copies the pieces it does not own into its slot for that
- * step; the owner of piece i reduces it from the m slots (its own piece
- * straight from its buffer) in rank order, into its buffer and into piece i
- * of its own slot; then every rank copies the reduced pieces of the others
- * out of their slots.  Each rank has `depth` slots and step s uses slot
+ * step; the owner of piece i reduces the others' copies straight from
+ * their slots into its buffer (its own first, then theirs in rank order)
+ * and copies the result into piece i of its own slot; then every rank
+ * copies the reduced pieces of the others out of their slots.  Each rank
+ * has `depth` slots and step s uses slot
  * s % depth, so a rank may copy the next windows in while the others still
  * reduce and copy out the earlier ones.  Pieces start at multiples of
  * SHM_GRAIN bytes (a cache line: two ranks never write one line), so any
