@@ -358,9 +358,10 @@ static int look_around(struct comm *c, struct shm *s, const char *what)
 	return comm_watch_check(c, s->pfd + np, nw, what);
 }
 
-/* Waits until counter `which` of the rank with index i reaches want. */
+/* Waits until counter `which` of the rank with index i reaches want,
+ * spinning for spin_ns before sleeping. */
 static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t want,
-		    const char *what)
+		    int64_t spin_ns, const char *what)
 {
 	uint32_t *w = &ctl_of(s, i)->cnt[which], v;
 	uint32_t *sleepers = &wait_of(s, i)->sleepers[which];
@@ -378,7 +379,7 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 		if (k % 32)
 			continue;
 		now = sock_now_ns();
-		if (now - t0 >= SHM_SPIN_NS)
+		if (now - t0 >= spin_ns)
 			break;
 		if (now - t0 >= SHM_PAUSE_NS)
 			sched_yield();
@@ -403,16 +404,15 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 	}
 }
 
-/* Every other rank of the node (or only the leader: leader_only). */
-static int wait_all(struct comm *c, struct shm *s, int which, uint32_t want, int leader_only,
-		    const char *what)
+/* Every other rank of the node. */
+static int wait_all(struct comm *c, struct shm *s, int which, uint32_t want, const char *what)
 {
-	for (int i = 0; i < (leader_only ? 1 : s->m); i++) {
+	for (int i = 0; i < s->m; i++) {
 		int r;
 
 		if (i == s->li)
 			continue;
-		r = wait_one(c, s, i, which, want, what);
+		r = wait_one(c, s, i, which, want, SHM_SPIN_NS, what);
 		if (r < 0)
 			return r;
 	}
@@ -497,14 +497,14 @@ static int run_small(struct comm *c, struct shm *s, const struct op *o, const ch
 
 	/* Our slot for this step is free once every rank is done with the
 	 * step `depth` before (always true here, but cheap to know). */
-	r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, 0, what);
+	r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, what);
 	if (r < 0)
 		return r;
 	write_desc(c, s, o);
 	if (o->p.bytes)
 		memcpy(slot_of(s, s->li, x), o->buf, o->p.bytes);
 	post(s, CNT_IN, x + 1);
-	r = wait_all(c, s, CNT_IN, x + 1, 0, what);
+	r = wait_all(c, s, CNT_IN, x + 1, what);
 	if (r == 0)
 		r = check_desc(c, s, o, what);
 	if (r < 0)
@@ -591,7 +591,7 @@ static int run_steps(struct comm *c, struct shm *s, const struct op *o, const ch
 		if (t < n) {
 			uint32_t x = o->base + (uint32_t)t;
 
-			r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, 0, what);
+			r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, what);
 			if (r < 0)
 				break;
 			copy_in(s, o, t);
@@ -600,7 +600,7 @@ static int run_steps(struct comm *c, struct shm *s, const struct op *o, const ch
 		if (t >= 1 && t - 1 < n) {
 			uint32_t x = o->base + (uint32_t)(t - 1);
 
-			r = wait_all(c, s, CNT_IN, x + 1, 0, what);
+			r = wait_all(c, s, CNT_IN, x + 1, what);
 			if (r == 0 && t == 1)
 				r = check_desc(c, s, o, what);
 			if (r < 0)
@@ -612,7 +612,7 @@ static int run_steps(struct comm *c, struct shm *s, const struct op *o, const ch
 			uint32_t x = o->base + (uint32_t)(t - 2);
 
 			if (o->out_all || s->li == 0) {
-				r = wait_all(c, s, CNT_RED, x + 1, 0, what);
+				r = wait_all(c, s, CNT_RED, x + 1, what);
 				if (r < 0)
 					break;
 				copy_out(s, o, t - 2);
@@ -664,13 +664,17 @@ int shm_bcast(struct comm *c, void *buf, size_t bytes)
 
 		shm_plan_step(&p, t, &off, &len);
 		if (s->li == 0) {
-			r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, 0, "all-reduce");
+			r = wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, "all-reduce");
 			if (r == 0) {
 				memcpy(slot_of(s, 0, x), (uint8_t *)buf + off, len);
 				post(s, CNT_IN, x + 1);
 			}
 		} else {
-			r = wait_all(c, s, CNT_IN, x + 1, 1, "all-reduce");
+			/* The first window comes once the leader is back from
+			 * the TCP ring, which takes longer than any spin: sleep
+			 * soon, and leave the cores to the leaders meanwhile. */
+			r = wait_one(c, s, 0, CNT_IN, x + 1, t == 0 ? SHM_PAUSE_NS : SHM_SPIN_NS,
+				     "all-reduce");
 			if (r == 0) {
 				(bytes >= SHM_STREAM_MIN ? reduce_copy_stream : copy_plain)(
 					(uint8_t *)buf + off, slot_of(s, 0, x), len);
