@@ -10,7 +10,10 @@ Usage: bench/allreduce_nodes.py [--slotrun PATH] [--bin PATH] [--nodes 2]
 
 Each node is a namespace of tests/e2e/netns.py on a private bridge; one
 slotrun per node (--nnodes, --node-rank, --addrs, the same
-SLOTRUN_JOB_SECRET) starts --slots ranks of nccl_worker --backend cpu.  The
+SLOTRUN_JOB_SECRET) starts --slots ranks of nccl_worker --backend cpu, with
+--bind none: the namespace nodes share this machine's cores, and each
+slotrun would pin its ranks as if it had them all, which puts every node's
+first rank -- the leader -- on the same core.  The
 contenders take turns within each round; the median of --repeat rounds is
 reported, busbw in GB/s and time in us."""
 import argparse
@@ -47,7 +50,8 @@ def one_run(cl, transport, port):
         env["SLOTRUN_EXPERIMENT_ONE_RING"] = "1"
     procs = [Proc(cl.prefix(i) + [SR, "--nnodes", str(cl.n), "--node-rank", str(i),
                                   "--addrs", ",".join(cl.addrs), "--slots", args.slots,
-                                  "--master-port", str(port), "--", NW, "--backend", "cpu",
+                                  "--master-port", str(port), "--bind", "none", "--", NW,
+                                  "--backend", "cpu",
                                   "-b", args.b, "-e", args.e, "-n", args.n, "-w", args.w],
                   environ=env) for i in range(cl.n)]
     codes = [p.finish(900) for p in procs]
