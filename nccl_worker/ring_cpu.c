@@ -327,22 +327,9 @@ static int ring_run(struct comm *c, struct job *j)
 
 	/* Our header first: the socket is empty between collectives, so it
 	 * fits. */
-	if (j->g->send_pipe) {
-		size_t done = 0;
-
-		/* EXPERIMENT: the pipe may still hold the last collective's tail. */
-		r = 0;
-		while (done < HDR_BYTES && r == 0) {
-			ssize_t k = lsend(j, j->hdr_out + done, HDR_BYTES - done);
-
-			if (k > 0)
-				done += (size_t)k;
-			else if (sock_now_ns() >= deadline)
-				r = -ETIMEDOUT;
-			else
-				shm_pipe_sleep(j->g->pipe_shm, 0, 1);
-		}
-	} else
+	if (j->g->send_pipe)
+		r = lsend(j, j->hdr_out, HDR_BYTES) == HDR_BYTES ? 0 : -EIO;
+	else
 		r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, deadline);
 	if (r < 0)
 		return peer_fail(c, j, right, r, 0);
