@@ -45,9 +45,7 @@ SR, NW = os.path.abspath(args.slotrun), os.path.abspath(args.bin)
 
 def one_run(cl, transport, port):
     env = job_env({"SLOTRUN_JOB_SECRET": "bench-nodes", "SLOTRUN_TIMEOUT": "120",
-                   "SLOTRUN_TRANSPORT": "auto" if transport == "one-ring" else transport})
-    if transport == "one-ring":   # EXPERIMENT: one ring through shm and TCP hops
-        env["SLOTRUN_EXPERIMENT_ONE_RING"] = "1"
+                   "SLOTRUN_TRANSPORT": transport})
     procs = [Proc(cl.prefix(i) + [SR, "--nnodes", str(cl.n), "--node-rank", str(i),
                                   "--addrs", ",".join(cl.addrs), "--slots", args.slots,
                                   "--master-port", str(port), "--bind", "none", "--", NW,

@@ -126,8 +126,6 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 	long n;
 	int r;
 
-	if (g->send_pipe)
-		goto accept;
 	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
 	if (r < 0)
 		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
@@ -145,8 +143,8 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 		comm_io_phrase(c, r, phrase, sizeof(phrase));
 		return comm_init_err(c, r, "peer rank %d %s while connecting the ring", right, phrase);
 	}
-accept:
-	while (g->recv_fd < 0 && !g->recv_pipe) {
+
+	while (g->recv_fd < 0) {
 		struct frame_hdr h;
 		struct frame_hello got;
 		const char *why;
@@ -343,18 +341,6 @@ static int pick_transport(struct comm *c, int dlfd, int64_t deadline)
 		goto out;
 	}
 	c->tp = nnodes == 1 ? &transport_shm : &transport_hier;
-	if (nnodes > 1 && getenv("SLOTRUN_EXPERIMENT_ONE_RING")) {
-		/* EXPERIMENT: one ring through every rank, shm pipes between
-		 * neighbours of a node (ranks of a node are contiguous). */
-		int right = (c->rank + 1) % c->size, left = (c->rank + c->size - 1) % c->size;
-
-		c->tp = &transport_tcp;
-		c->ring.pipe_shm = c->shm;
-		c->ring.send_pipe = c->shm && strcmp(all[right].key, mine.key) == 0 && right > c->rank;
-		c->ring.recv_pipe = c->shm && strcmp(all[left].key, mine.key) == 0 && left < c->rank;
-		r = connect_full_ring(c, dlfd, deadline);
-		goto out;
-	}
 	r = nnodes == 1 ? 0 : connect_leader_ring(c, leaders, nnodes, dlfd, deadline);
 out:
 	free(all);

@@ -51,8 +51,6 @@ struct ring {
 	int buf;                     /* the socket buffer size set on local sockets */
 	unsigned char *stage;        /* receive staging buffer (ring_cpu.c) */
 	size_t stage_len;
-	int send_pipe, recv_pipe;    /* EXPERIMENT: this hop is a shm pipe (c->shm) */
-	struct shm *pipe_shm;
 };
 
 struct transport;

@@ -43,7 +43,6 @@
 #include "comm_internal.h"
 #include "reduce.h"
 #include "ring_schedule.h"
-#include "shm.h"
 #include "sock.h"
 #include "transport.h"
 
@@ -88,33 +87,6 @@ struct job {
 	uint8_t hdr_in[HDR_BYTES];
 	size_t hdr_got;
 };
-
-/* EXPERIMENT: a hop is a socket or a shm pipe. */
-static ssize_t lrecv(struct job *j, void *buf, size_t n)
-{
-	size_t k;
-
-	if (!j->g->recv_pipe)
-		return recv(j->g->recv_fd, buf, n, MSG_DONTWAIT);
-	k = shm_pipe_read(j->g->pipe_shm, buf, n);
-	if (k)
-		return (ssize_t)k;
-	errno = EAGAIN;
-	return -1;
-}
-
-static ssize_t lsend(struct job *j, const void *buf, size_t n)
-{
-	size_t k;
-
-	if (!j->g->send_pipe)
-		return send(j->g->send_fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	k = shm_pipe_write(j->g->pipe_shm, buf, n);
-	if (k)
-		return (ssize_t)k;
-	errno = EAGAIN;
-	return -1;
-}
 
 static void seg_bytes(const struct job *j, int seg, uint64_t *off, uint64_t *len)
 {
@@ -225,7 +197,7 @@ static int recv_some(struct comm *c, struct job *j, int left)
 	ssize_t k;
 
 	if (j->hdr_got < HDR_BYTES) {
-		k = lrecv(j, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got);
+		k = recv(j->g->recv_fd, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got, MSG_DONTWAIT);
 		if (k > 0) {
 			j->hdr_got += (size_t)k;
 			if (j->hdr_got == HDR_BYTES) {
@@ -241,7 +213,7 @@ static int recv_some(struct comm *c, struct job *j, int left)
 
 	step_of(j, j->rcv.step, 0, &st, &off, &len);
 	if (!st.reduce) {
-		k = lrecv(j, j->base + off + j->rcv.off, len - j->rcv.off);
+		k = recv(j->g->recv_fd, j->base + off + j->rcv.off, len - j->rcv.off, MSG_DONTWAIT);
 		if (k <= 0)
 			goto fail;
 		j->rcv.off += (uint64_t)k;
@@ -250,7 +222,7 @@ static int recv_some(struct comm *c, struct job *j, int left)
 		size_t room = j->g->stage_len - j->fill, n;
 		uint8_t *dst = j->base + off + j->rcv.off;
 
-		k = lrecv(j, j->g->stage + j->fill, want < room ? want : room);
+		k = recv(j->g->recv_fd, j->g->stage + j->fill, want < room ? want : room, MSG_DONTWAIT);
 		if (k <= 0)
 			goto fail;
 		j->fill += (size_t)k;
@@ -284,7 +256,7 @@ static int send_some(struct comm *c, struct job *j, int right, int *blocked)
 	n = sendable(j, len);
 	if (n == 0 || (n < RING_MIN_SEND && j->snd.off + n < len))
 		return 0;
-	k = lsend(j, j->base + off + j->snd.off, n);
+	k = send(j->g->send_fd, j->base + off + j->snd.off, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (k < 0) {
 		if (errno == EAGAIN || errno == EINTR) {
 			*blocked = 1;
@@ -327,10 +299,7 @@ static int ring_run(struct comm *c, struct job *j)
 
 	/* Our header first: the socket is empty between collectives, so it
 	 * fits. */
-	if (j->g->send_pipe)
-		r = lsend(j, j->hdr_out, HDR_BYTES) == HDR_BYTES ? 0 : -EIO;
-	else
-		r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, deadline);
+	r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, deadline);
 	if (r < 0)
 		return peer_fail(c, j, right, r, 0);
 	settle(j, &j->snd, 1);
@@ -375,19 +344,6 @@ static int ring_run(struct comm *c, struct job *j)
 		}
 
 		rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
-		if (j->g->recv_pipe || j->g->send_pipe) {
-			/* EXPERIMENT: sleep on the pipe the rank waits for (1 ms
-			 * at most), then go round again (sockets included). */
-			if (rcv_open && j->g->recv_pipe)
-				shm_pipe_sleep(j->g->pipe_shm, 1, 1);
-			else if (j->g->send_pipe && j->snd.step < j->nsteps)
-				shm_pipe_sleep(j->g->pipe_shm, 0, 1);
-			else
-				poll(c->pfd, 0, 1);
-			if (sock_now_ns() >= deadline)
-				return peer_fail(c, j, left, -ETIMEDOUT, j->rcv.step + 1);
-			continue;
-		}
 		if (rcv_open)
 			c->pfd[np++] = (struct pollfd){ .fd = j->g->recv_fd, .events = POLLIN };
 		if (blocked)

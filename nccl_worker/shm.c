@@ -103,12 +103,10 @@ struct shm_ctl {
 	uint32_t pad;
 	uint64_t probe;              /* the leader's cookie, as this rank read it */
 	struct shm_desc desc[2];     /* by collective sequence number parity */
-	uint64_t pipe_head, pipe_tail;  /* EXPERIMENT (one ring): bytes written, read */
 };
 
 struct shm_waitl {
 	uint32_t sleepers[CNT_N];
-	uint32_t pipe_sleepers[2];   /* EXPERIMENT: on pipe_head, on pipe_tail */
 };
 
 struct shm_abort {
@@ -1042,66 +1040,4 @@ void shm_free(struct comm *c, int bye)
 	free(s->src);
 	free(s);
 	c->shm = NULL;
-}
-
-/* --- EXPERIMENT: byte pipes for one ring through shm and TCP hops -------- */
-/* The ring's hop from this rank to the next one on the node runs through
- * this rank's slots as a byte pipe; for bench/allreduce_nodes.py's
- * comparison with the hierarchical transport only. */
-
-static size_t pipe_bytes(const struct shm *s)
-{
-	return (size_t)s->lay.depth * s->lay.slot_bytes;
-}
-
-static void pipe_wake(struct shm *s, int i, int which)
-{
-	uint64_t *w = which ? &ctl_of(s, i)->pipe_tail : &ctl_of(s, i)->pipe_head;
-
-	if (__atomic_load_n(&wait_of(s, i)->pipe_sleepers[which], __ATOMIC_SEQ_CST))
-		(void)futex((uint32_t *)w, FUTEX_WAKE, INT_MAX, NULL);
-}
-
-size_t shm_pipe_write(struct shm *s, const void *buf, size_t n)
-{
-	struct shm_ctl *me = ctl_of(s, s->li), *right = ctl_of(s, s->li + 1);
-	uint64_t head = me->pipe_head, tail = __atomic_load_n(&right->pipe_tail, __ATOMIC_ACQUIRE);
-	size_t p = pipe_bytes(s), space = p - (size_t)(head - tail), k = n < space ? n : space;
-	size_t at = (size_t)(head % p), first = k < p - at ? k : p - at;
-	uint8_t *pipe = slot_of(s, s->li, 0);
-
-	memcpy(pipe + at, buf, first);
-	memcpy(pipe, (const uint8_t *)buf + first, k - first);
-	__atomic_store_n(&me->pipe_head, head + k, __ATOMIC_SEQ_CST);
-	pipe_wake(s, s->li, 0);
-	return k;
-}
-
-size_t shm_pipe_read(struct shm *s, void *buf, size_t n)
-{
-	struct shm_ctl *me = ctl_of(s, s->li), *left = ctl_of(s, s->li - 1);
-	uint64_t tail = me->pipe_tail, head = __atomic_load_n(&left->pipe_head, __ATOMIC_ACQUIRE);
-	size_t p = pipe_bytes(s), avail = (size_t)(head - tail), k = n < avail ? n : avail;
-	size_t at = (size_t)(tail % p), first = k < p - at ? k : p - at;
-	const uint8_t *pipe = slot_of(s, s->li - 1, 0);
-
-	memcpy(buf, pipe + at, first);
-	memcpy((uint8_t *)buf + first, pipe, k - first);
-	__atomic_store_n(&me->pipe_tail, tail + k, __ATOMIC_SEQ_CST);
-	pipe_wake(s, s->li, 1);
-	return k;
-}
-
-void shm_pipe_sleep(struct shm *s, int on_read, int ms)
-{
-	int i = on_read ? s->li - 1 : s->li + 1, which = on_read ? 0 : 1;
-	uint64_t *w = which ? &ctl_of(s, i)->pipe_tail : &ctl_of(s, i)->pipe_head;
-	uint32_t *sl = &wait_of(s, i)->pipe_sleepers[which];
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * 1000000L };
-	uint32_t v;
-
-	__atomic_add_fetch(sl, 1, __ATOMIC_SEQ_CST);
-	v = (uint32_t)__atomic_load_n(w, __ATOMIC_SEQ_CST);
-	(void)futex((uint32_t *)w, FUTEX_WAIT, v, &ts);
-	__atomic_sub_fetch(sl, 1, __ATOMIC_SEQ_CST);
 }

@@ -79,11 +79,4 @@ void shm_transport_broken(struct comm *c, const struct frame_abort *a);
 
 extern const struct transport transport_shm, transport_hier;
 
-/* EXPERIMENT (one ring through shm and TCP hops): this rank's pipe to the
- * next rank of the node, the previous one's to it, and a sleep until the
- * reader's (on_read) or the writer's side moves. */
-size_t shm_pipe_write(struct shm *s, const void *buf, size_t n);
-size_t shm_pipe_read(struct shm *s, void *buf, size_t n);
-void shm_pipe_sleep(struct shm *s, int on_read, int ms);
-
 #endif
