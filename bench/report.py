@@ -40,11 +40,11 @@ def plot(res, key, ranks, png, title, tmp):
     if not shutil.which("gnuplot"):
         print(f"report: no gnuplot, {png} not drawn", file=sys.stderr)
         return False
-    lines = ["set terminal pngcairo size 1400,560 font ',11'" if _has_cairo() else
-             "set terminal png size 1400,560",
+    lines = ["set terminal pngcairo size 1400,600 font ',11'" if _has_cairo() else
+             "set terminal png size 1400,600",
              f"set output '{png}'",
              f"set multiplot layout 1,{len(ranks)} title '{title}'",
-             "set logscale xy 2", "set grid", "set key top left",
+             "set logscale xy 2", "set grid", "set key below",
              "set xlabel 'message size'", "set ylabel 'busbw (GB/s)'", "set format y '%.3g'"]
     sizes = sorted({int(s) for per_n in res[key].values() for v in per_n.values() for s in v})
     lines.append("set xtics (" + ", ".join(f"'{human(s).replace(' ', '')}' {s}" for s in sizes[::2]) + ")")
