@@ -35,7 +35,7 @@ LABEL = {"ours-shm": "slotrun shm", "ours-tcp": "slotrun tcp", "openmpi": "Open 
          "auto": "slotrun shm+tcp (hierarchical)", "tcp": "slotrun tcp ring"}
 
 
-def plot(res, key, ranks, png, title, tmp):
+def plot(res, key, ranks, png, title, tmp, panel="n = {}"):
     """busbw against size, log-log, a panel per n, a line per contender."""
     if not shutil.which("gnuplot"):
         print(f"report: no gnuplot, {png} not drawn", file=sys.stderr)
@@ -58,7 +58,7 @@ def plot(res, key, ranks, png, title, tmp):
             with open(dat, "w") as f:
                 f.writelines(f"{s} {b}\n" for s, b in pts)
             curves.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{LABEL.get(c, c)}'")
-        lines.append(f"set title 'n = {n}'")
+        lines.append(f"set title '{panel.format(n)}'")
         lines.append("plot " + ", ".join(curves))
     lines.append("unset multiplot")
     script = os.path.join(tmp, os.path.basename(png) + ".gp")
@@ -140,7 +140,8 @@ def main():
                              f"{t['time_us'] / v['time_us']:.2f} x tcp ring" if t else ""))
         nodes_doc = {"results": {c: {N["slots"]: per} for c, per in res.items()}}
         plot(nodes_doc, "results", [N["slots"]], os.path.join(a.plots, "allreduce_nodes.png"),
-             f"all-reduce across {N['nodes']} namespace nodes x {N['slots']} ranks", a.dir)
+             f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
+             f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
     w = [max(len(r[i]) for r in rows) if rows else 0 for i in range(4)]
     print(f"# summary ({doc['date']}); every figure with its baseline from the same run")

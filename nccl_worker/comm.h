@@ -1,6 +1,7 @@
 /* slotrun's worker communication library: the rendezvous, the Core API
  * primitives (allgather, gather, broadcast, barrier, should_preempt) and
- * the in-place all-reduce (CPU ring over TCP; NCCL in ring_nccl.h).
+ * the in-place all-reduce (on the CPU: shared memory within a node, TCP
+ * between nodes; NCCL in ring_nccl.h).
  *
  * A C trainer includes this header and links libnccl_worker_core:
  *
@@ -24,7 +25,10 @@
  *                             rendezvous must complete within it, and any
  *                             wait on a peer that makes no progress for that
  *                             long fails
- *   SLOTRUN_TRANSPORT         auto | tcp (auto is tcp for now)
+ *   SLOTRUN_TRANSPORT         auto | tcp | shm: how all-reduces move (shared
+ *                             memory within a node and TCP between nodes;
+ *                             only TCP; only shared memory), the same on
+ *                             every rank
  *   NCCL_SOCKET_IFNAME        optional: the data plane binds to this
  *                             interface's address (comma list of name
  *                             prefixes, '=' for an exact name)
@@ -98,13 +102,15 @@ int comm_config_from_env(struct comm_config *cfg, char *err, size_t errlen);
 int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *name),
 		      char *err, size_t errlen);
 
-/* Rendezvous and ring connections.  Rank 0 listens on MASTER_PORT; every
- * other rank connects (retrying until rank 0 is up), sends its rank, host,
+/* Rendezvous and transport.  Rank 0 listens on MASTER_PORT; every other
+ * rank connects (retrying until rank 0 is up), sends its rank, host,
  * data-plane address and the job secret; rank 0 refuses a wrong secret (and
  * keeps waiting for the genuine rank), and when all have come answers each
- * with the table; then every rank connects to its ring neighbour.  All of
- * it within SLOTRUN_TIMEOUT: on expiry the error names the ranks that never
- * came.  On failure *out is NULL and err holds one line. */
+ * with the table.  Then all ranks pick the transport alike
+ * (SLOTRUN_TRANSPORT), each node's ranks share their segment, and the TCP
+ * rings needed are connected.  All of it within SLOTRUN_TIMEOUT: on expiry
+ * the error names the ranks that never came.  On failure *out is NULL and
+ * err holds one line (SLOTRUN_TRANSPORT=shm across hosts is one). */
 int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_t errlen);
 
 /* Closes everything.  NULL is fine. */
@@ -157,7 +163,8 @@ int comm_barrier(struct comm *c);
  * step. */
 int comm_should_preempt(struct comm *c, bool local, bool *out);
 
-/* In-place all-reduce of count elements of buf on the CPU ring.  Any count,
+/* In-place all-reduce of count elements of buf on the communicator's
+ * transport (comm_transport_name).  Any count,
  * including 0 and counts below WORLD_SIZE.  bf16 and fp16 are reduced in
  * float and rounded to nearest even at every step. */
 int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
