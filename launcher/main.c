@@ -370,7 +370,9 @@ static int setup_plane(struct launch *l)
 				       .addrs = ci->addrs, .slot_counts = ci->slot_counts,
 				       .world_size = ci->world_size, .control_port = port,
 				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
-				       .secret = l->secret.value };
+				       .secret = l->secret.value,
+				       .restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
+				       .max_restarts = l->o.restart.max_restarts };
 	return GO_ON;
 }
 
@@ -394,6 +396,8 @@ static int run(struct launch *l)
 		.wrapped = !l->o.no_wrap, .cmd = l->o.argv, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
+		.restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
+		.secret = l->secret.value, .host = l->ci.addrs[l->ci.node_rank],
 	});
 }
 

@@ -33,6 +33,11 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_HEARTBEAT_TIMEOUT]\n"
 "  --secret-file PATH   the job secret is this file's first line [SLOTRUN_SECRET_FILE]\n"
 "                       (else SLOTRUN_JOB_SECRET; else derived, and so not secret)\n"
+"Restarts (on every node at once; not after a stop by signal, a lost node, 126/127):\n"
+"  --max-restarts N     start a failed job again up to N times (0) [SLOTRUN_MAX_RESTARTS]\n"
+"  --restart-delay S    wait S seconds first, doubling up to 30 (1) [SLOTRUN_RESTART_DELAY]\n"
+"  --restart-on LIST    any (default), or signal and exit codes, e.g. signal,1,3-5\n"
+"                                                              [SLOTRUN_RESTART_ON]\n"
 "Running:\n"
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
 "  --bind auto|none|core|numa|gpu\n"
@@ -61,6 +66,7 @@ enum {
 	O_SLOTS = 256, O_NNODES, O_NODE_RANK, O_ADDRS, O_MASTER_PORT, O_IFACE, O_GRACE,
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
+	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON,
 };
 
 static const struct option longopts[] = {
@@ -82,6 +88,9 @@ static const struct option longopts[] = {
 	{ "join-timeout", required_argument, NULL, O_JOIN_TIMEOUT },
 	{ "heartbeat-timeout", required_argument, NULL, O_HB_TIMEOUT },
 	{ "secret-file", required_argument, NULL, O_SECRET_FILE },
+	{ "max-restarts", required_argument, NULL, O_MAX_RESTARTS },
+	{ "restart-delay", required_argument, NULL, O_RESTART_DELAY },
+	{ "restart-on", required_argument, NULL, O_RESTART_ON },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -136,10 +145,12 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	      char *err, size_t errlen)
 {
 	const char *grace = NULL, *bind = NULL, *join = NULL, *hb = NULL, *port = NULL, *what, *v;
+	const char *restarts = NULL, *delay = NULL, *restart_on = NULL;
 	int c;
 
 	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
 			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
+	restart_init(&o->restart);
 	if (parse_bool("SLOTRUN_NO_WRAP", nonempty(env, "SLOTRUN_NO_WRAP"), &o->no_wrap, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_DRY_RUN", nonempty(env, "SLOTRUN_DRY_RUN"), &o->dry_run, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_REPORT_BINDINGS", nonempty(env, "SLOTRUN_REPORT_BINDINGS"),
@@ -172,6 +183,9 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 		case O_JOIN_TIMEOUT: join = optarg; break;
 		case O_HB_TIMEOUT: hb = optarg; break;
 		case O_SECRET_FILE: o->secret_file = optarg; break;
+		case O_MAX_RESTARTS: restarts = optarg; break;
+		case O_RESTART_DELAY: delay = optarg; break;
+		case O_RESTART_ON: restart_on = optarg; break;
 		case 'h':
 			fputs(opt_usage, stdout);
 			return OPT_EXIT_OK;
@@ -191,6 +205,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			{ grace, "--grace", "SLOTRUN_GRACE", 0, 86400, &o->grace },
 			{ join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
 			{ hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
+			{ delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
 		};
 
 		for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
@@ -198,6 +213,18 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			    parse_seconds(what, v, secs[i].lo, secs[i].hi, secs[i].out, err, errlen) < 0)
 				return -EINVAL;
 	}
+	if ((v = flag_or_env(restarts, "--max-restarts", env, "SLOTRUN_MAX_RESTARTS", &what))) {
+		long n;
+
+		if (io_parse_long(v, 0, RESTART_MAX, &n) < 0) {
+			snprintf(err, errlen, "%s '%s': expected a count from 0 to %d", what, v, RESTART_MAX);
+			return -EINVAL;
+		}
+		o->restart.max_restarts = (int)n;
+	}
+	if ((v = flag_or_env(restart_on, "--restart-on", env, "SLOTRUN_RESTART_ON", &what)) &&
+	    restart_parse_on(&o->restart, what, v, err, errlen) < 0)
+		return -EINVAL;
 	if ((v = flag_or_env(port, "--control-port", env, "SLOTRUN_CONTROL_PORT", &what))) {
 		long n;
 

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "cluster_info.h"
+#include "restart.h"
 #include "topology.h"
 
 #define OPT_DEFAULT_GRACE 30.0
@@ -28,6 +29,7 @@ struct options {
 	double join_timeout;       /* seconds for every node to join the chief */
 	double hb_timeout;         /* seconds of silence before a node is lost */
 	const char *secret_file;   /* or NULL */
+	struct restart_policy restart;
 	char **argv;               /* the command */
 };
 

@@ -237,27 +237,36 @@ static bool same_name(const char *a, const char *b)
 	return *a == '=' && *b == '=';
 }
 
-char **plan_envp(const struct plan_slot *s, char *const *base)
+static bool overridden(const char *var, char *const *over)
 {
-	int nb = 0, ns = 0, n = 0;
+	for (int j = 0; over && over[j]; j++)
+		if (same_name(var, over[j]))
+			return true;
+	return false;
+}
+
+char **plan_envp(const struct plan_slot *s, char *const *base, char *const *extra)
+{
+	int nb = 0, ns = 0, nx = 0, n = 0;
 	char **out;
 
 	while (base && base[nb])
 		nb++;
 	while (s->env[ns])
 		ns++;
-	out = calloc((size_t)(nb + ns + 1), sizeof(char *));
+	while (extra && extra[nx])
+		nx++;
+	out = calloc((size_t)(nb + ns + nx + 1), sizeof(char *));
 	if (!out)
 		return NULL;
-	for (int i = 0; i < nb; i++) {
-		bool overridden = false;
-		for (int j = 0; j < ns && !overridden; j++)
-			overridden = same_name(base[i], s->env[j]);
-		if (!overridden)
+	for (int i = 0; i < nb; i++)
+		if (!overridden(base[i], s->env) && !overridden(base[i], extra))
 			out[n++] = base[i];
-	}
 	for (int j = 0; j < ns; j++)
-		out[n++] = s->env[j];
+		if (!overridden(s->env[j], extra))
+			out[n++] = s->env[j];
+	for (int j = 0; j < nx; j++)
+		out[n++] = extra[j];
 	out[n] = NULL;
 	return out;
 }

@@ -81,8 +81,9 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 char *plan_slot_json(const struct plan *p, int i);
 
 /* The worker's whole environment: base with the slot's variables set over
- * it.  A malloc'd NULL-terminated array whose strings are borrowed from
- * base and the slot; free only the array. */
-char **plan_envp(const struct plan_slot *s, char *const *base);
+ * it, and extra ("NAME=VALUE", NULL-terminated, or NULL: the attempt's
+ * variables) over both.  A malloc'd NULL-terminated array whose strings are
+ * borrowed; free only the array. */
+char **plan_envp(const struct plan_slot *s, char *const *base, char *const *extra);
 
 #endif

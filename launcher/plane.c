@@ -56,7 +56,7 @@ struct plane {
 	struct conn *dead;        /* closed, freed at the next tick or at close */
 	/* chief */
 	int lfd;
-	struct event *ev_accept, *ev_join;
+	struct event *ev_accept, *ev_join, *ev_restart;
 	struct plane_coord_cfg ccfg;
 	struct plane_coord coord;
 	struct conn **by_node;
@@ -69,6 +69,7 @@ struct plane {
 	double join_deadline, retry_delay;
 	char connect_err[160];
 	bool local_done;
+	bool ever_started;        /* a first START came: a job, not a join */
 	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
 };
 
@@ -337,6 +338,17 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 		if (a->origin != 0)
 			p->h->signal(p->arg, a->signal);
 	}
+	if (a->restart) {
+		struct plane_msg m = { .type = PLANE_RESTART, .code = p->coord.restarts,
+				       .delay_ms = (int)(p->coord.delay * 1000), .cause = p->coord.ended };
+		double whole, frac = modf(p->coord.delay, &whole);
+		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+
+		chief_broadcast(p, &m, -1);
+		p->local_done = false;
+		p->h->restart(p->arg, p->coord.restarts, p->coord.delay, &p->coord.ended);
+		evtimer_add(p->ev_restart, &tv);
+	}
 	if (a->end) {
 		struct plane_msg m = { .type = PLANE_END, .code = p->coord.code, .cause = p->coord.cause };
 
@@ -463,6 +475,14 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+static void on_restart_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct plane_acts a = plane_coord_restart_now(&p->coord);
+
+	apply(p, &a, NULL);
+}
+
 static void on_join_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
@@ -490,7 +510,8 @@ static int chief_listen(struct plane *p, char *err, size_t errlen)
 	}
 	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
 	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
-	if (!p->ev_accept || !p->ev_join) {
+	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
+	if (!p->ev_accept || !p->ev_join || !p->ev_restart) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -520,7 +541,8 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 	if (p->mstate == M_HELLO) {
 		unsigned char out[4 + PLANE_MAX_FRAME];
 		struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes,
-					.slots = g->slot_counts[g->node_rank], .world_size = g->world_size };
+					.slots = g->slot_counts[g->node_rank], .world_size = g->world_size,
+					.max_restarts = g->max_restarts };
 		int n;
 
 		if (m.type != PLANE_CHAL) {
@@ -561,7 +583,15 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 	case PLANE_START:
 		if (p->mstate == M_WAITING) {
 			p->mstate = M_RUNNING;
+			p->ever_started = true;
+			p->local_done = false;
 			p->h->start(p->arg);
+		}
+		return;
+	case PLANE_RESTART:
+		if (p->mstate == M_RUNNING) {
+			p->mstate = M_WAITING; /* for the next START */
+			p->h->restart(p->arg, m.code, m.delay_ms / 1000.0, &m.cause);
 		}
 		return;
 	case PLANE_ABORT:
@@ -689,7 +719,7 @@ static void chief_gone(struct plane *p, const char *why)
 	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", host_of(p, 0));
 	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "%s", why);
 	plane_cause_line(&p->chief_lost, line, sizeof(line));
-	if (p->mstate != M_RUNNING) {
+	if (!p->ever_started) {
 		say("%s before the job started", line);
 		end(p, 2, NULL);
 		return;
@@ -834,7 +864,8 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 	if (p->chief) {
 		p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
 						    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
-						    .addrs = cfg->addrs, .join_timeout = cfg->join_timeout };
+						    .addrs = cfg->addrs, .join_timeout = cfg->join_timeout,
+						    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
 		p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 		if (!p->by_node || plane_coord_init(&p->coord, &p->ccfg) < 0) {
 			r = -ENOMEM;
@@ -972,6 +1003,8 @@ void plane_close(struct plane *p)
 		event_free(p->ev_accept);
 	if (p->ev_join)
 		event_free(p->ev_join);
+	if (p->ev_restart)
+		event_free(p->ev_restart);
 	if (p->ev_retry)
 		event_free(p->ev_retry);
 	if (p->lfd >= 0)

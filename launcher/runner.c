@@ -17,6 +17,7 @@
 #include "output.h"
 #include "procs.h"
 #include "spawn.h"
+#include "io.h"
 #include "status.h"
 #include "summary.h"
 #include "supervisor.h"
@@ -58,6 +59,12 @@ struct runner {
 	bool ended;                  /* the plane said the job is over */
 	int job_code;                /* ... with this status */
 	struct plane_cause job_cause;
+	bool finished;               /* the loop is to end */
+	bool ever_started;           /* some attempt started its workers */
+	int attempt;                 /* 0 for the first, k for restart k */
+	struct plane_cause *history; /* the root cause of every attempt before this one */
+	struct event *backoff;       /* one node: the wait before the next attempt */
+	int stopped_between;         /* one node: the signal that stopped us between attempts */
 };
 
 static double since(const struct timespec *t0, const struct timespec *t)
@@ -75,6 +82,13 @@ static bool have_children(void)
 
 static void apply(struct runner *r, struct sup_actions a);
 static void tell_plane_root(struct runner *r);
+static bool restart_alone(struct runner *r);
+
+static void finish(struct runner *r)
+{
+	r->finished = true;
+	event_base_loopbreak(r->base);
+}
 
 static void feed(struct runner *r, struct sup_event ev)
 {
@@ -122,8 +136,8 @@ static void apply(struct runner *r, struct sup_actions a)
 		/* With a job plane the job's end is the chief's to say. */
 		if (r->plane && !r->ended)
 			plane_local_done(r->plane, sup_exit_code(&r->sup));
-		else
-			event_base_loopbreak(r->base);
+		else if (r->plane || !restart_alone(r))
+			finish(r);
 		return;
 	}
 	if (a.check_strays && !have_children())
@@ -165,8 +179,14 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
-	if (r->plane)
+	if (r->plane) {
 		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
+	} else if (!r->started && (sig == SIGTERM || sig == SIGINT)) {
+		/* waiting to restart: nothing runs, so stop at once */
+		evtimer_del(r->backoff);
+		r->stopped_between = (int)sig;
+		finish(r);
+	}
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -230,15 +250,29 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	flush_consoles(r);
 }
 
-static int open_log(const char *dir, int rank, const char *stream, char *err, size_t errlen)
+static int attempts_total(const struct runner *r)
 {
-	char path[4096];
-	int fd;
+	return r->cfg->restart ? r->cfg->restart->max_restarts + 1 : 1;
+}
 
-	snprintf(path, sizeof(path), "%s/rank-%d.%s", dir, rank, stream);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
+/* The first attempt starts the file afresh; a restart appends to it after
+ * a marker line. */
+static int open_log(const struct runner *r, int rank, const char *stream, char *err, size_t errlen)
+{
+	char path[4096], mark[96];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/rank-%d.%s", r->cfg->log_dir, rank, stream);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (r->attempt ? O_APPEND : O_TRUNC), 0644);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+		return fd;
+	}
+	if (r->attempt) {
+		n = snprintf(mark, sizeof(mark), "==== slotrun: attempt %d of %d ====\n", r->attempt + 1,
+			     attempts_total(r));
+		(void)io_write_all(fd, mark, (size_t)n);
+	}
 	return fd;
 }
 
@@ -285,9 +319,18 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 	const struct runner_cfg *c = r->cfg;
 	int *report = calloc((size_t)r->n, sizeof(int));
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	char err[512];
+	char err[512], vars[4][PLAN_SECRET_MAX + 64], *attempt_env[5] = { vars[0], vars[1], vars[2], NULL, NULL };
 	int said_stage = -1, said_errno = 0, same = 0, rc = 0;
 
+	/* torchrun's names beside ours; each restart a rendezvous secret of
+	 * its own, so nothing of an earlier attempt can join a later one */
+	snprintf(vars[0], sizeof(vars[0]), "SLOTRUN_RESTART_COUNT=%d", r->attempt);
+	snprintf(vars[1], sizeof(vars[1]), "TORCHELASTIC_RESTART_COUNT=%d", r->attempt);
+	snprintf(vars[2], sizeof(vars[2]), "TORCHELASTIC_MAX_RESTARTS=%d", attempts_total(r) - 1);
+	if (r->attempt && c->secret) {
+		snprintf(vars[3], sizeof(vars[3]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
+		attempt_env[3] = vars[3];
+	}
 	if (!report || devnull < 0) {
 		fprintf(stderr, "slotrun: cannot start the workers: %s\n",
 			devnull < 0 ? strerror(errno) : "out of memory");
@@ -303,8 +346,8 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		char rankbuf[16], **argv, **envp;
 		struct spawn_req req;
 
-		if (c->log_dir && ((lo = open_log(c->log_dir, s->rank, "stdout", err, sizeof(err))) < 0 ||
-				   (le = open_log(c->log_dir, s->rank, "stderr", err, sizeof(err))) < 0)) {
+		if (c->log_dir && ((lo = open_log(r, s->rank, "stdout", err, sizeof(err))) < 0 ||
+				   (le = open_log(r, s->rank, "stderr", err, sizeof(err))) < 0)) {
 			fprintf(stderr, "slotrun: %s\n", err);
 			snprintf(w->note, sizeof(w->note), "%s", err);
 			if (lo >= 0)
@@ -334,7 +377,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		out_stream_init(&w->out, po[0], s->shown ? &r->con[0] : NULL, lo, NULL);
 		out_stream_init(&w->err, pe[0], s->shown ? &r->con[1] : NULL, le, &w->tail);
 		argv = worker_argv(c, s, rankbuf);
-		envp = plan_envp(s, c->base_env);
+		envp = plan_envp(s, c->base_env, attempt_env);
 		req = (struct spawn_req){
 			.path = c->exec_path, .argv = argv, .envp = envp,
 			.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],
@@ -386,43 +429,50 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 	return rc;
 }
 
-/* Our root cause for the job plane: what the summary on every node shows. */
-static void tell_plane_root(struct runner *r)
+/* Our root cause as the job plane and the restart history carry it. */
+static void local_cause(struct runner *r, struct plane_cause *f)
 {
 	const struct runner_cfg *c = r->cfg;
 	int i = r->sup.root_cause;
 	struct worker *w = &r->w[i];
-	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .node = c->plane->node_rank,
-				 .rank = c->plan->slots[i].rank, .code = r->code[i],
-				 .when_ms = (int64_t)w->when.tv_sec * 1000 + w->when.tv_nsec / 1000000,
-				 .after_ms = (int64_t)(w->after * 1000) };
 	char **lines = NULL;
 	size_t len = 0;
 	int n, from;
 
+	*f = (struct plane_cause){ .kind = PLANE_CAUSE_RANK, .node = c->plan->node_rank,
+				   .rank = c->plan->slots[i].rank, .code = r->code[i],
+				   .when_ms = (int64_t)w->when.tv_sec * 1000 + w->when.tv_nsec / 1000000,
+				   .after_ms = (int64_t)(w->after * 1000) };
 	/* the worker is reaped, so its last lines are in the pipe: take them
 	 * into the tail first */
 	while (w->err.fd >= 0 && out_stream_pump(&w->err) == OUT_PUMP_MORE)
 		;
-	snprintf(f.host, sizeof(f.host), "%s", c->plane->addrs[c->plane->node_rank]);
-	snprintf(f.text, sizeof(f.text), "%s", w->note);
+	snprintf(f->host, sizeof(f->host), "%s", c->host ? c->host : "");
+	snprintf(f->text, sizeof(f->text), "%s", w->note);
 	n = out_tail_lines(&w->tail, OUT_TAIL_LINES, &lines);
 	/* the newest lines that fit */
-	for (from = n; from > 0 && len + strlen(lines[from - 1]) + 1 < sizeof(f.tail); from--)
+	for (from = n; from > 0 && len + strlen(lines[from - 1]) + 1 < sizeof(f->tail); from--)
 		len += strlen(lines[from - 1]) + 1;
 	len = 0;
 	for (int k = 0; k < n; k++) {
 		if (k >= from) {
 			size_t l = strlen(lines[k]);
 
-			memcpy(f.tail + len, lines[k], l);
-			f.tail[len + l] = '\n';
+			memcpy(f->tail + len, lines[k], l);
+			f->tail[len + l] = '\n';
 			len += l + 1;
 		}
 		free(lines[k]);
 	}
 	free(lines);
-	f.tail[len] = '\0';
+	f->tail[len] = '\0';
+}
+
+static void tell_plane_root(struct runner *r)
+{
+	struct plane_cause f;
+
+	local_cause(r, &f);
 	plane_local_fail(r->plane, &f);
 }
 
@@ -441,6 +491,71 @@ static void drain(struct runner *r)
 	}
 }
 
+/* The attempt is over: its pipes are read to the end and closed. */
+static void end_attempt(struct runner *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (r->w[i].ev_out)
+			event_free(r->w[i].ev_out);
+		if (r->w[i].ev_err)
+			event_free(r->w[i].ev_err);
+		r->w[i].ev_out = r->w[i].ev_err = NULL;
+	}
+	drain(r);
+}
+
+/* The next attempt starts from nothing but the history. */
+static void begin_restart(struct runner *r, int attempt, double delay, const struct plane_cause *cause)
+{
+	char line[PLANE_TEXT_MAX + 64];
+
+	if (r->attempt < attempts_total(r) - 1) /* the nodes agreed on the count: always */
+		r->history[r->attempt] = *cause;
+	plane_cause_line(cause, line, sizeof(line));
+	fprintf(stderr, "slotrun: attempt %d of %d in %g s, after %s\n", attempt + 1, attempts_total(r),
+		delay, line);
+	fflush(stderr);
+	end_attempt(r);
+	for (int i = 0; i < r->n; i++) {
+		r->w[i] = (struct worker){ .runner = r };
+		out_stream_init(&r->w[i].out, -1, NULL, -1, NULL);
+		out_stream_init(&r->w[i].err, -1, NULL, -1, NULL);
+	}
+	sup_init(&r->sup, r->n, r->fate, r->code);
+	r->paused = false;
+	r->started = false;
+	r->attempt = attempt;
+}
+
+/* One node: whether the attempt that just ended restarts; if so the
+ * backoff timer is armed. */
+static bool restart_alone(struct runner *r)
+{
+	const struct restart_policy *pol = r->cfg->restart;
+	struct plane_cause cause = { .kind = PLANE_CAUSE_NONE };
+	double delay, whole, frac;
+	struct timeval tv;
+
+	if (!pol || r->sup.root_cause < 0)
+		return false;
+	local_cause(r, &cause);
+	if (!restart_allowed(pol, &cause, r->attempt))
+		return false;
+	delay = restart_delay(pol, r->attempt);
+	begin_restart(r, r->attempt + 1, delay, &cause);
+	frac = modf(delay, &whole);
+	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	evtimer_add(r->backoff, &tv);
+	return true;
+}
+
+static void start_workers(struct runner *r);
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg)
+{
+	start_workers(arg);
+}
+
 static void report(struct runner *r, int code)
 {
 	const struct runner_cfg *c = r->cfg;
@@ -448,22 +563,26 @@ static void report(struct runner *r, int code)
 	struct sum_job job;
 
 	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
+	int n = r->started ? r->n : 0; /* stopped between attempts: none ran */
 
-	if (code == 0 && (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
+	if (code == 0 && !r->attempt &&
+	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
 		return;
 	sw = calloc((size_t)r->n, sizeof(*sw));
 	if (!sw)
 		return;
-	for (int i = 0; i < r->n; i++)
+	for (int i = 0; i < n; i++)
 		sw[i] = (struct sum_worker){
 			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
 			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
 			.after_start = r->w[i].after, .tail = &r->w[i].tail,
 			.note = r->w[i].note[0] ? r->w[i].note : NULL,
 		};
-	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = r->n, .w = sw,
-				.root = r->sup.root_cause, .stop_signal = r->sup.stop_signal,
-				.exit_code = code, .job = cause };
+	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,
+				.root = n ? r->sup.root_cause : -1,
+				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
+				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
+				.attempts = attempts_total(r) };
 	summary_print(stderr, &job);
 	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
 		fprintf(stderr, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
@@ -481,7 +600,8 @@ static void start_workers(struct runner *r)
 	for (int i = 0; i < NHANDLED; i++)
 		sigaddset(&block, handled[i]);
 	sigprocmask(SIG_BLOCK, &block, &was);
-	r->started = true;
+	r->started = r->ever_started = true;
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	/* Workers start with the signals we handle unblocked, whatever mask
 	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
 	worker_mask = r->orig_mask;
@@ -541,13 +661,19 @@ static void plane_end(void *arg, int code, const struct plane_cause *cause)
 	r->job_code = code;
 	r->job_cause = *cause;
 	if (!r->started || r->sup.state == SUP_DONE)
-		event_base_loopbreak(r->base);
+		finish(r);
 	else /* not expected: the chief ends a job once every node is done */
 		feed(r, (struct sup_event){ .type = SUP_EV_STOP });
 }
 
+static void plane_restart(void *arg, int attempt, double delay, const struct plane_cause *cause)
+{
+	begin_restart(arg, attempt, delay, cause);
+}
+
 static const struct plane_hooks plane_hooks = {
-	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .end = plane_end,
+	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
+	.end = plane_end,
 };
 
 int runner_run(const struct runner_cfg *c)
@@ -568,8 +694,9 @@ int runner_run(const struct runner_cfg *c)
 	r.w = calloc((size_t)r.n, sizeof(*r.w));
 	r.fate = calloc((size_t)r.n, sizeof(*r.fate));
 	r.code = calloc((size_t)r.n, sizeof(*r.code));
+	r.history = calloc((size_t)attempts_total(&r), sizeof(*r.history));
 	r.base = event_base_new();
-	if (!r.w || !r.fate || !r.code || !r.base) {
+	if (!r.w || !r.fate || !r.code || !r.history || !r.base) {
 		fprintf(stderr, "slotrun: out of memory\n");
 		goto out;
 	}
@@ -579,6 +706,7 @@ int runner_run(const struct runner_cfg *c)
 		event_add(r.sigev[i], NULL);
 	}
 	r.timer = evtimer_new(r.base, on_timer, &r);
+	r.backoff = evtimer_new(r.base, on_backoff, &r);
 	for (int k = 0; k < 2; k++) {
 		out_console_init(&r.con[k], k == 0 ? STDOUT_FILENO : STDERR_FILENO);
 		r.ev_con[k] = event_new(r.base, r.con[k].fd, EV_WRITE | EV_PERSIST, on_console, &r);
@@ -608,22 +736,16 @@ int runner_run(const struct runner_cfg *c)
 
 	/* (every worker may have failed to start already: the loop would
 	 * miss a break that came before it) */
-	if (r.sup.state != SUP_DONE || r.plane)
+	if (!r.finished)
 		event_base_dispatch(r.base);
-	for (int i = 0; i < r.n; i++) {
-		if (r.w[i].ev_out)
-			event_free(r.w[i].ev_out);
-		if (r.w[i].ev_err)
-			event_free(r.w[i].ev_err);
-	}
-	drain(&r);
+	end_attempt(&r);
 	for (int k = 0; k < 2; k++)
 		out_console_flush_all(&r.con[k]);
-	code = r.plane ? r.job_code : sup_exit_code(&r.sup);
+	code = r.plane ? r.job_code : r.stopped_between ? 128 + r.stopped_between : sup_exit_code(&r.sup);
 	/* the last words to the other nodes before our own summary */
 	plane_close(r.plane);
 	r.plane = NULL;
-	if (r.started)
+	if (r.ever_started)
 		report(&r, code);
 out:
 	plane_close(r.plane);
@@ -632,6 +754,8 @@ out:
 			event_free(r.sigev[i]);
 	if (r.timer)
 		event_free(r.timer);
+	if (r.backoff)
+		event_free(r.backoff);
 	for (int k = 0; k < 2; k++) {
 		if (r.ev_con[k])
 			event_free(r.ev_con[k]);
@@ -642,5 +766,6 @@ out:
 	free(r.w);
 	free(r.fate);
 	free(r.code);
+	free(r.history);
 	return code;
 }

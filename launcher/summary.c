@@ -105,10 +105,29 @@ static void print_job_cause(FILE *f, const struct plane_cause *c)
 	}
 }
 
+static void print_history(FILE *f, const struct sum_job *j)
+{
+	char line[PLANE_TEXT_MAX + 512];
+
+	for (int k = 0; k < j->attempt; k++) {
+		plane_cause_line(&j->history[k], line, sizeof(line));
+		fprintf(f, "slotrun: attempt %d of %d failed: %s\n", k + 1, j->attempts, line);
+	}
+	if (j->attempt && j->exit_code == 0)
+		fprintf(f, "slotrun: attempt %d of %d succeeded\n", j->attempt + 1, j->attempts);
+	else if (j->attempt)
+		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
+}
+
 void summary_print(FILE *f, const struct sum_job *j)
 {
 	char desc[64], when[32], sn[32];
 
+	print_history(f, j);
+	if (j->attempt && j->exit_code == 0) {
+		fflush(f);
+		return;
+	}
 	if (j->job) {
 		print_job_cause(f, j->job);
 		fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
@@ -271,6 +290,15 @@ int summary_write_json(const char *path, const struct sum_job *j)
 				    json_string(sig_name(j->stop_signal, sn, sizeof(sn))) : json_null());
 	json_object_set_new(root, "node_rank", json_integer(j->node_rank));
 	json_object_set_new(root, "exit_status", json_integer(j->exit_code));
+	if (j->attempts > 1) {
+		json_t *list = json_array();
+
+		/* every attempt's root cause, the last one's too */
+		for (int k = 0; k < j->attempt; k++)
+			json_array_append_new(list, job_cause_json(&j->history[k]));
+		json_array_append(list, json_object_get(root, "root_cause"));
+		json_object_set_new(root, "attempts", list);
+	}
 	for (int i = 0; i < j->nworkers; i++)
 		json_array_append_new(ranks, worker_json(&j->w[i]));
 	json_object_set_new(root, "ranks", ranks);

@@ -33,6 +33,10 @@ struct sum_job {
 	/* Several nodes: the job's root cause as the chief decided it,
 	 * wherever it was; root and stop_signal are then not shown. */
 	const struct plane_cause *job;
+	/* Restarts: this is attempt `attempt` (0 = the first) of `attempts`;
+	 * history[0..attempt) are the root causes of the ones before. */
+	const struct plane_cause *history;
+	int attempt, attempts;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */
