@@ -705,4 +705,64 @@ def pytorch_ddp_across_three_nodes():
         job.assert_nothing_left()
 
 
+# --- restarts across nodes ---------------------------------------------------
+
+RESTART_RANK = ["python3", os.path.join(HERE, "restart_rank.py")]
+
+
+def restart_env(tag):
+    return env_for({"RESTART_TAG": tag, "FAIL_RANK": "5"})
+
+
+@case
+def a_failure_restarts_every_node_in_step():
+    # attempt 0: rank 5 (node 2) exits 4 once every rank is up; attempt 1:
+    # every rank finds nothing of attempt 0 alive on any node and ends
+    tag = f"rs{os.getpid()}"
+    with job_plane() as job:
+        fifos(job, [5])
+        job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", "0.2"],
+                      env=restart_env(tag))
+        job.wait_ready()
+        release(job, 5)
+        job.expect_exit([0, 0, 0], timeout=60)
+        for r in range(6):
+            assert said(job.out(node_of(r)), r, "attempt 1 stale=0 torch=1/1"), f"rank {r}\n" + job.describe()
+        job.assert_err_everywhere("attempt 2 of 2 in 0.2 s, after rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_err_everywhere("attempt 1 of 2 failed: rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_err_everywhere("attempt 2 of 2 succeeded")
+        job.assert_nothing_left()
+
+
+@case
+def sigterm_during_the_backoff_stops_every_node_at_once():
+    tag = f"rt{os.getpid()}"
+    with job_plane() as job:
+        fifos(job, [5])
+        job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", "60"],
+                      env=restart_env(tag))
+        job.wait_ready()
+        release(job, 5)
+        job.wait(lambda: b"attempt 2 of 2 in 60 s" in job.err(1), 30, "node 1 waiting to restart")
+        t0 = time.monotonic()
+        job.procs[1].signal(signal.SIGTERM)
+        job.expect_exit([143, 143, 143], timeout=30)
+        job.exited_within(range(3), t0, 10)
+        job.assert_err_everywhere("job stopped: SIGTERM to node 1 (10.213.0.2)")
+        for r in range(6):
+            assert not said(job.out(node_of(r)), r, "attempt 1 stale=0 torch=1/1"), job.describe()
+        job.assert_nothing_left()
+
+
+@case
+def nodes_that_disagree_on_max_restarts_start_nothing():
+    with job_plane() as job:
+        job.start(0, MARK, extra=["--max-restarts", "2"])
+        job.start(1, MARK, extra=["--max-restarts", "2"])
+        job.start(2, MARK)
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere("node 2 (10.213.0.3) says --max-restarts 0, node 0 was told 2")
+        assert markers(job) == [], markers(job)
+
+
 run()
