@@ -812,7 +812,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	snprintf(why, sizeof(why), "no heartbeat for %g s", p->cfg->hb_timeout);
 	for (struct conn *c = p->conns, *next; c && !p->ended; c = next) {
 		next = c->next;
-		if (c->connecting)
+		/* (a loss may close others, this one's next too: closed ones
+		 * link only to closed ones) */
+		if (c->fd < 0 || c->connecting)
 			continue;
 		if (c->draining) {
 			if (now - c->born > PLANE_AUTH_DEADLINE)
