@@ -58,6 +58,7 @@ static int find_wrap_rank(char *buf, size_t len)
 static int mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
+	struct stat st;
 
 	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
@@ -71,6 +72,10 @@ static int mkdir_p(const char *dir)
 	}
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
 	return access(path, W_OK) < 0 ? -errno : 0;
 }
 
@@ -93,13 +98,15 @@ static void hold_std_fds(void)
 		close(fd);
 }
 
-/* Workers need up to five fds each in slotrun (two pipes, the exec report,
- * two log files): raise the soft limit to the hard one (workers get the
- * original back), and say clearly when even that is too few. */
-static int fd_budget(int slots, bool logs, struct rlimit *orig, char *err, size_t errlen)
+/* Each worker holds up to five fds in slotrun (two pipes' read ends, its
+ * two log files, the exec report while it starts); slotrun itself about
+ * 24 (std streams, libevent, /dev/null, topology) and one per other node
+ * on the chief.  Raise the soft limit to the hard one when short (workers
+ * get the original back), and say clearly when even that is too few. */
+static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 64;
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 24 + (rlim_t)(nnodes > 1 ? nnodes : 0);
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
@@ -185,9 +192,10 @@ static int choose_iface(struct launch *l)
 		l->iface = ci->iface;
 	} else if (ci->nnodes > 1) {
 		if (iface_for_peer(ci->addrs[0], l->ifname, sizeof(l->ifname), l->err,
-				   sizeof(l->err)) < 0)
+				   sizeof(l->err)) == 0)
+			l->iface = l->ifname;
+		else if (!l->o.dry_run) /* a plan needs no route: it shows none */
 			return fail(2, l->err);
-		l->iface = l->ifname;
 	}
 	return GO_ON;
 }
@@ -382,7 +390,7 @@ static int run(struct launch *l)
 
 	if (code == GO_ON)
 		code = make_log_dir(l);
-	if (code == GO_ON && fd_budget(l->ci.slots, l->o.log_dir != NULL, &l->nofile, l->err,
+	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->o.log_dir != NULL, &l->nofile, l->err,
 				       sizeof(l->err)) < 0)
 		code = fail(2, l->err);
 	if (code == GO_ON)

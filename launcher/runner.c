@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,6 +67,20 @@ struct runner {
 	struct event *backoff;       /* one node: the wait before the next attempt */
 	int stopped_between;         /* one node: the signal that stopped us between attempts */
 };
+
+/* "slotrun: rank 3 (node 1): ...": how every diagnostic names a rank. */
+static void say_rank(const struct runner *r, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say_rank(const struct runner *r, int i, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "slotrun: rank %d (node %d): ", r->cfg->plan->slots[i].rank, r->cfg->plan->node_rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
 
 static double since(const struct timespec *t0, const struct timespec *t)
 {
@@ -364,7 +379,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 				if (pe[k] >= 0)
 					close(pe[k]);
 			}
-			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			say_rank(r, i, "%s", w->note);
 			if (lo >= 0)
 				close(lo);
 			if (le >= 0)
@@ -393,7 +408,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		close(pe[1]);
 		if (e < 0) {
 			snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
-			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			say_rank(r, i, "%s", w->note);
 			w->pid = 0;
 			report[i] = -1;
 			rc = e;
@@ -411,15 +426,13 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 			continue;
 		stage_text(r, i, st, e, r->w[i].note, sizeof(r->w[i].note));
 		if (said_stage < 0) {
-			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
-				c->plan->node_rank, r->w[i].note);
+			say_rank(r, i, "%s", r->w[i].note);
 			said_stage = st;
 			said_errno = e;
 		} else if ((int)st == said_stage && e == said_errno) {
 			same++;
 		} else {
-			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
-				c->plan->node_rank, r->w[i].note);
+			say_rank(r, i, "%s", r->w[i].note);
 		}
 	}
 	if (same)
@@ -589,6 +602,26 @@ static void report(struct runner *r, int code)
 	free(sw);
 }
 
+/* An event reading a worker's pipe.  Without one (out of memory) the pipe
+ * is closed rather than left to fill and block the worker: its writes fail
+ * from then on, which the worker sees. */
+static struct event *watch(struct runner *r, struct out_stream *s, struct worker *w)
+{
+	struct event *ev;
+
+	if (s->fd < 0)
+		return NULL;
+	ev = event_new(r->base, s->fd, EV_READ | EV_PERSIST, on_stream, w);
+	if (!ev || event_add(ev, NULL) < 0) {
+		if (ev)
+			event_free(ev);
+		say_rank(r, (int)(w - r->w), "cannot read its output: out of memory");
+		out_stream_close(s);
+		return NULL;
+	}
+	return ev;
+}
+
 /* Spawns every worker and starts reading their output; signals we handle
  * are held back meanwhile (a child between fork and exec must not run
  * libevent's handler). */
@@ -616,14 +649,9 @@ static void start_workers(struct runner *r)
 				feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
 	for (int i = 0; i < r->n; i++) {
 		struct worker *w = &r->w[i];
-		if (w->out.fd >= 0) {
-			w->ev_out = event_new(r->base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_out, NULL);
-		}
-		if (w->err.fd >= 0) {
-			w->ev_err = event_new(r->base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_err, NULL);
-		}
+
+		w->ev_out = watch(r, &w->out, w);
+		w->ev_err = watch(r, &w->err, w);
 	}
 	sigprocmask(SIG_SETMASK, &was, NULL);
 }
@@ -701,15 +729,20 @@ int runner_run(const struct runner_cfg *c)
 		goto out;
 	}
 	sup_init(&r.sup, r.n, r.fate, r.code);
-	for (int i = 0; i < NHANDLED; i++) {
-		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
-		event_add(r.sigev[i], NULL);
-	}
-	r.timer = evtimer_new(r.base, on_timer, &r);
-	r.backoff = evtimer_new(r.base, on_backoff, &r);
 	for (int k = 0; k < 2; k++) {
 		out_console_init(&r.con[k], k == 0 ? STDOUT_FILENO : STDERR_FILENO);
 		r.ev_con[k] = event_new(r.base, r.con[k].fd, EV_WRITE | EV_PERSIST, on_console, &r);
+	}
+	r.timer = evtimer_new(r.base, on_timer, &r);
+	r.backoff = evtimer_new(r.base, on_backoff, &r);
+	bool all = r.timer && r.backoff && r.ev_con[0] && r.ev_con[1];
+	for (int i = 0; i < NHANDLED; i++) {
+		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
+		all = all && r.sigev[i] && event_add(r.sigev[i], NULL) == 0;
+	}
+	if (!all) { /* nothing has started yet */
+		fprintf(stderr, "slotrun: cannot set up the event loop: out of memory\n");
+		goto out;
 	}
 	/* Every stream starts closed, so a worker that never starts has
 	 * nothing to read. */

@@ -65,7 +65,7 @@ static bool crash_beats_root(const struct sup *s, int code, double t)
 	       t - s->root_time <= SUP_ROOT_WINDOW;
 }
 
-static struct sup_actions on_exit(struct sup *s, int w, int code, double t)
+static struct sup_actions worker_exited(struct sup *s, int w, int code, double t)
 {
 	struct sup_actions a = { 0 };
 
@@ -130,7 +130,7 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 
 	switch (ev->type) {
 	case SUP_EV_EXIT:
-		return on_exit(s, ev->worker, ev->code, ev->t);
+		return worker_exited(s, ev->worker, ev->code, ev->t);
 	case SUP_EV_SIGNAL:
 		return on_signal(s, ev->sig);
 	case SUP_EV_TIMER:

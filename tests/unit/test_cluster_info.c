@@ -307,6 +307,13 @@ CI_TEST(ci, determined_nulls_and_empty_lists_are_absent)
 	cr_assert_eq(CI.src_gpus, CI_SRC_DEFAULT);
 }
 
+CI_TEST(ci, determined_empty_container_addrs_is_an_error)
+{
+	file("rendezvous.json", "{\"container_addrs\": [], \"container_rank\": 0}");
+	FAILS("rendezvous.json: container_addrs is empty: expected the address of every container of the "
+	      "trial, this one's included");
+}
+
 CI_TEST(ci, determined_parts_alone)
 {
 	file("rendezvous.json", "{\"container_slot_counts\": [3, 5]}");
