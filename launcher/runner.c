@@ -66,21 +66,39 @@ struct runner {
 	struct plane_cause *history; /* the root cause of every attempt before this one */
 	struct event *backoff;       /* one node: the wait before the next attempt */
 	int stopped_between;         /* one node: the signal that stopped us between attempts */
+	bool flushing;               /* at exit: writing what the consoles hold */
+	bool give_up;                /* ... until told to stop, or the deadline */
+	bool stdout_said;            /* its write failure was said */
+	struct event *flush_deadline;
 };
 
-/* "slotrun: rank 3 (node 1): ...": how every diagnostic names a rank. */
-static void say_rank(const struct runner *r, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* slotrun's own lines go through its stderr queue like the workers': an
+ * unread stderr must not block the loop. */
+static void note(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void say_rank(const struct runner *r, int i, const char *fmt, ...)
+static void note(struct runner *r, const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
+	int n;
 
-	fprintf(stderr, "slotrun: rank %d (node %d): ", r->cfg->plan->slots[i].rank, r->cfg->plan->node_rank);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	out_console_put(&r->con[1], line, (size_t)n);
+	if (r->ev_con[1] && out_console_flush(&r->con[1]) > 0)
+		event_add(r->ev_con[1], NULL);
 }
+
+/* "slotrun: rank 3 (node 1): ...": how every diagnostic names a rank. */
+#define say_rank(r, i, fmt, ...) \
+	note(r, "slotrun: rank %d (node %d): " fmt, (r)->cfg->plan->slots[i].rank, \
+	     (r)->cfg->plan->node_rank, __VA_ARGS__)
 
 static double since(const struct timespec *t0, const struct timespec *t)
 {
@@ -98,6 +116,7 @@ static bool have_children(void)
 static void apply(struct runner *r, struct sup_actions a);
 static void tell_plane_root(struct runner *r);
 static bool restart_alone(struct runner *r);
+static void flush_consoles(struct runner *r);
 
 static void finish(struct runner *r)
 {
@@ -124,6 +143,8 @@ static void apply(struct runner *r, struct sup_actions a)
 	 * it act on the SIGTERM.  First, not after: a SIGCONT that lands while
 	 * something is being stopped on purpose (a tracer's SIGSTOP, e.g.
 	 * LeakSanitizer at a worker's exit) cancels that stop and hangs it. */
+	if (a.signal_workers && r->sup.state != SUP_RUNNING)
+		flush_consoles(r); /* the stop begins: read on, shed */
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
 			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0) {
@@ -192,6 +213,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		reap(r);
 		return;
 	}
+	if (r->flushing) { /* at exit: told to stop, stop writing */
+		if (sig == SIGTERM || sig == SIGINT)
+			r->give_up = true;
+		return;
+	}
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
 	if (r->plane) {
@@ -240,15 +266,38 @@ static void flush_consoles(struct runner *r)
 			event_del(r->ev_con[k]);
 		pending += left;
 	}
-	if (pending > OUT_CONSOLE_HIGH)
-		set_paused(r, true);
-	else if (pending < OUT_CONSOLE_LOW)
+	if (r->con[0].broken && !r->stdout_said) {
+		r->stdout_said = true;
+		note(r, "slotrun: stdout: %s: the workers' output to it is dropped from now on",
+		     strerror(r->con[0].err));
+	}
+	/* While the job runs a slow reader slows the workers; once it stops,
+	 * their output is read on and shed instead, so they can exit. */
+	if (r->sup.state != SUP_RUNNING) {
+		r->con[0].shed = r->con[1].shed = true;
 		set_paused(r, false);
+	} else if (pending > OUT_CONSOLE_HIGH) {
+		set_paused(r, true);
+	} else if (pending < OUT_CONSOLE_LOW) {
+		set_paused(r, false);
+	}
 }
 
 static void on_console(evutil_socket_t fd, short what, void *arg)
 {
 	flush_consoles(arg);
+}
+
+/* A log file that stopped taking lines (a full disk, an I/O error) is said
+ * when it happens, once. */
+static void say_file_error(struct runner *r, struct worker *w, struct out_stream *s)
+{
+	if (!s->file_err || s->file_err_said)
+		return;
+	s->file_err_said = true;
+	say_rank(r, (int)(w - r->w), "log file %s/rank-%d.%s: %s: the rest of its %s is not in it",
+		 r->cfg->log_dir, r->cfg->plan->slots[w - r->w].rank, s == &w->out ? "stdout" : "stderr",
+		 strerror(s->file_err), s == &w->out ? "stdout" : "stderr");
 }
 
 static void on_stream(evutil_socket_t fd, short what, void *arg)
@@ -262,6 +311,7 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	 * reuse the number. */
 	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
 		event_del(is_out ? w->ev_out : w->ev_err);
+	say_file_error(r, w, s);
 	flush_consoles(r);
 }
 
@@ -347,8 +397,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		attempt_env[3] = vars[3];
 	}
 	if (!report || devnull < 0) {
-		fprintf(stderr, "slotrun: cannot start the workers: %s\n",
-			devnull < 0 ? strerror(errno) : "out of memory");
+		note(r, "slotrun: cannot start the workers: %s", devnull < 0 ? strerror(errno) : "out of memory");
 		free(report);
 		if (devnull >= 0)
 			close(devnull);
@@ -363,7 +412,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 
 		if (c->log_dir && ((lo = open_log(r, s->rank, "stdout", err, sizeof(err))) < 0 ||
 				   (le = open_log(r, s->rank, "stderr", err, sizeof(err))) < 0)) {
-			fprintf(stderr, "slotrun: %s\n", err);
+			note(r, "slotrun: %s", err);
 			snprintf(w->note, sizeof(w->note), "%s", err);
 			if (lo >= 0)
 				close(lo);
@@ -436,7 +485,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		}
 	}
 	if (same)
-		fprintf(stderr, "slotrun: (the same on %d other rank%s)\n", same, same == 1 ? "" : "s");
+		note(r, "slotrun: (the same on %d other rank%s)", same, same == 1 ? "" : "s");
 	close(devnull);
 	free(report);
 	return rc;
@@ -525,9 +574,7 @@ static void begin_restart(struct runner *r, int attempt, double delay, const str
 	if (r->attempt < attempts_total(r) - 1) /* the nodes agreed on the count: always */
 		r->history[r->attempt] = *cause;
 	plane_cause_line(cause, line, sizeof(line));
-	fprintf(stderr, "slotrun: attempt %d of %d in %g s, after %s\n", attempt + 1, attempts_total(r),
-		delay, line);
-	fflush(stderr);
+	note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, attempts_total(r), delay, line);
 	end_attempt(r);
 	for (int i = 0; i < r->n; i++) {
 		r->w[i] = (struct worker){ .runner = r };
@@ -569,21 +616,90 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 	start_workers(arg);
 }
 
+static void on_flush_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	((struct runner *)arg)->give_up = true;
+}
+
+/* At exit: writes what the consoles hold on the loop, so that signals
+ * still act; gives up (counting what is dropped) when told to stop, or
+ * after `limit` seconds (< 0: no limit; a reader slow but alive is waited
+ * for). */
+static void flush_out(struct runner *r, double limit)
+{
+	double whole, frac = modf(limit, &whole);
+	struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+
+	r->flushing = true;
+	r->give_up = false;
+	if (limit >= 0)
+		evtimer_add(r->flush_deadline, &tv);
+	flush_consoles(r);
+	while (!r->give_up && out_console_pending(&r->con[0]) + out_console_pending(&r->con[1]) > 0)
+		if (event_base_loop(r->base, EVLOOP_ONCE) < 0)
+			break;
+	evtimer_del(r->flush_deadline);
+	if (r->give_up)
+		for (int k = 0; k < 2; k++)
+			out_console_drop(&r->con[k]);
+	r->flushing = false;
+}
+
+/* What was lost on the way, one line each: a log file that failed, a
+ * console that failed or could not be written in time. */
+static void print_losses(FILE *f, const struct runner *r)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+
+	for (int i = 0; i < r->n; i++) {
+		const struct out_stream *ss[2] = { &r->w[i].out, &r->w[i].err };
+
+		for (int k = 0; k < 2; k++)
+			if (ss[k]->file_err)
+				fprintf(f, "slotrun: output lost: rank %d's %s log (%s): %zu bytes not written\n",
+					r->cfg->plan->slots[i].rank, names[k], strerror(ss[k]->file_err),
+					ss[k]->file_lost);
+	}
+	for (int k = 0; k < 2; k++)
+		if (r->con[k].dropped)
+			fprintf(f, "slotrun: output lost: %zu bytes for slotrun's %s were dropped (%s)\n",
+				r->con[k].dropped, names[k],
+				r->con[k].err ? strerror(r->con[k].err) : "its reader did not take them in time");
+}
+
+static bool lost_any(const struct runner *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->w[i].out.file_err || r->w[i].err.file_err)
+			return true;
+	return r->con[0].dropped || r->con[1].dropped;
+}
+
+/* The summary goes through the stderr queue too, into memory first. */
 static void report(struct runner *r, int code)
 {
 	const struct runner_cfg *c = r->cfg;
-	struct sum_worker *sw;
-	struct sum_job job;
-
 	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
 	int n = r->started ? r->n : 0; /* stopped between attempts: none ran */
+	struct sum_worker *sw;
+	struct sum_job job;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
 
-	if (code == 0 && !r->attempt &&
+	if (code == 0 && !r->attempt && !lost_any(r) &&
 	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
 		return;
 	sw = calloc((size_t)r->n, sizeof(*sw));
-	if (!sw)
+	mem = open_memstream(&text, &len);
+	if (!sw || !mem) {
+		note(r, "slotrun: cannot write the summary: out of memory (exit status %d)", code);
+		free(sw);
+		if (mem)
+			fclose(mem);
+		free(text);
 		return;
+	}
 	for (int i = 0; i < n; i++)
 		sw[i] = (struct sum_worker){
 			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
@@ -596,9 +712,15 @@ static void report(struct runner *r, int code)
 				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
 				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
 				.attempts = attempts_total(r) };
-	summary_print(stderr, &job);
+	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
+					r->sup.root_cause >= 0 || r->sup.stop_signal))
+		summary_print(mem, &job);
+	print_losses(mem, r);
 	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
-		fprintf(stderr, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+		fprintf(mem, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+	if (fclose(mem) == 0 && len)
+		out_console_put(&r->con[1], text, len);
+	free(text);
 	free(sw);
 }
 
@@ -615,7 +737,7 @@ static struct event *watch(struct runner *r, struct out_stream *s, struct worker
 	if (!ev || event_add(ev, NULL) < 0) {
 		if (ev)
 			event_free(ev);
-		say_rank(r, (int)(w - r->w), "cannot read its output: out of memory");
+		say_rank(r, (int)(w - r->w), "%s", "cannot read its output: out of memory");
 		out_stream_close(s);
 		return NULL;
 	}
@@ -712,6 +834,10 @@ int runner_run(const struct runner_cfg *c)
 	int code = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &r.t0);
+	/* a file left by an earlier run must not pass for this run's */
+	if (c->error_file && unlink(c->error_file) < 0 && errno != ENOENT)
+		fprintf(stderr, "slotrun: --error-file %s: cannot remove the old one: %s\n", c->error_file,
+			strerror(errno));
 	sigemptyset(&block);
 	for (int i = 0; i < NHANDLED; i++)
 		sigaddset(&block, handled[i]);
@@ -735,7 +861,8 @@ int runner_run(const struct runner_cfg *c)
 	}
 	r.timer = evtimer_new(r.base, on_timer, &r);
 	r.backoff = evtimer_new(r.base, on_backoff, &r);
-	bool all = r.timer && r.backoff && r.ev_con[0] && r.ev_con[1];
+	r.flush_deadline = evtimer_new(r.base, on_flush_deadline, &r);
+	bool all = r.timer && r.backoff && r.flush_deadline && r.ev_con[0] && r.ev_con[1];
 	for (int i = 0; i < NHANDLED; i++) {
 		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
 		all = all && r.sigev[i] && event_add(r.sigev[i], NULL) == 0;
@@ -771,15 +898,17 @@ int runner_run(const struct runner_cfg *c)
 	 * miss a break that came before it) */
 	if (!r.finished)
 		event_base_dispatch(r.base);
-	end_attempt(&r);
-	for (int k = 0; k < 2; k++)
-		out_console_flush_all(&r.con[k]);
 	code = r.plane ? r.job_code : r.stopped_between ? 128 + r.stopped_between : sup_exit_code(&r.sup);
-	/* the last words to the other nodes before our own summary */
+	/* the last words to the other nodes before anything of ours */
 	plane_close(r.plane);
 	r.plane = NULL;
+	end_attempt(&r);
+	/* A stopping job's output has the grace to get out; a clean one's
+	 * waits for its reader (a stop signal ends that wait too). */
+	flush_out(&r, code == 0 ? -1 : c->grace > 1 ? c->grace : 1);
 	if (r.ever_started)
 		report(&r, code);
+	flush_out(&r, 1);
 out:
 	plane_close(r.plane);
 	for (int i = 0; i < NHANDLED; i++)
@@ -789,6 +918,8 @@ out:
 		event_free(r.timer);
 	if (r.backoff)
 		event_free(r.backoff);
+	if (r.flush_deadline)
+		event_free(r.flush_deadline);
 	for (int k = 0; k < 2; k++) {
 		if (r.ev_con[k])
 			event_free(r.ev_con[k]);

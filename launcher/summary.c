@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "status.h"
 
@@ -257,6 +258,33 @@ static json_t *job_cause_json(const struct plane_cause *c)
 	return o;
 }
 
+/* Written beside the path and renamed over it, so a reader finds the whole
+ * file or none (a full disk leaves no half of one). */
+static int write_whole(json_t *root, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	errno = 0;
+	if (json_dumpf(root, f, JSON_INDENT(2)) < 0 || fputc('\n', f) == EOF || fflush(f) == EOF ||
+	    fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) == EOF && r == 0)
+		r = errno ? -errno : -EIO;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	errno = -r;
+	return r;
+}
+
 int summary_write_json(const char *path, const struct sum_job *j)
 {
 	json_t *root = json_object(), *ranks = json_array();
@@ -302,8 +330,7 @@ int summary_write_json(const char *path, const struct sum_job *j)
 	for (int i = 0; i < j->nworkers; i++)
 		json_array_append_new(ranks, worker_json(&j->w[i]));
 	json_object_set_new(root, "ranks", ranks);
-	if (json_dump_file(root, path, JSON_INDENT(2)) < 0)
-		r = errno ? -errno : -EIO;
+	r = write_whole(root, path);
 	json_decref(root);
 	return r;
 }

@@ -44,7 +44,8 @@ void sum_describe_code(int code, char *buf, size_t len);
 
 void summary_print(FILE *f, const struct sum_job *j);
 
-/* Returns 0 or a negative errno (the path could not be written). */
+/* Writes a temporary file beside path and renames it over path: the whole
+ * summary or nothing.  Returns 0 or a negative errno (errno set too). */
 int summary_write_json(const char *path, const struct sum_job *j);
 
 #endif
