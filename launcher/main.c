@@ -403,6 +403,7 @@ static int run(struct launch *l)
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
 		.wrapped = !l->o.no_wrap, .cmd = l->o.argv, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
+		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
 		.restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
 		.secret = l->secret.value, .host = l->ci.addrs[l->ci.node_rank],

@@ -40,6 +40,8 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_RESTART_ON]\n"
 "Running:\n"
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
+"  --hang-timeout S     a rank that neither writes a line nor exits for S seconds\n"
+"                       fails the job with status 124 (0: off)  [SLOTRUN_HANG_TIMEOUT]\n"
 "  --bind auto|none|core|numa|gpu\n"
 "                       pinning (auto: gpu on GPU slots, core on CPU slots) [SLOTRUN_BIND]\n"
 "  --report-bindings    one line per rank on stderr: GPU, cpus, NUMA node\n"
@@ -66,7 +68,7 @@ enum {
 	O_SLOTS = 256, O_NNODES, O_NODE_RANK, O_ADDRS, O_MASTER_PORT, O_IFACE, O_GRACE,
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
-	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON,
+	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
 };
 
 static const struct option longopts[] = {
@@ -91,6 +93,7 @@ static const struct option longopts[] = {
 	{ "max-restarts", required_argument, NULL, O_MAX_RESTARTS },
 	{ "restart-delay", required_argument, NULL, O_RESTART_DELAY },
 	{ "restart-on", required_argument, NULL, O_RESTART_ON },
+	{ "hang-timeout", required_argument, NULL, O_HANG_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -145,7 +148,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	      char *err, size_t errlen)
 {
 	const char *grace = NULL, *bind = NULL, *join = NULL, *hb = NULL, *port = NULL, *what, *v;
-	const char *restarts = NULL, *delay = NULL, *restart_on = NULL;
+	const char *restarts = NULL, *delay = NULL, *restart_on = NULL, *hang = NULL;
 	int c;
 
 	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
@@ -186,6 +189,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 		case O_MAX_RESTARTS: restarts = optarg; break;
 		case O_RESTART_DELAY: delay = optarg; break;
 		case O_RESTART_ON: restart_on = optarg; break;
+		case O_HANG_TIMEOUT: hang = optarg; break;
 		case 'h':
 			fputs(opt_usage, stdout);
 			return OPT_EXIT_OK;
@@ -206,6 +210,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			{ join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
 			{ hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
 			{ delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
+			{ hang, "--hang-timeout", "SLOTRUN_HANG_TIMEOUT", 0, 604800, &o->hang_timeout },
 		};
 
 		for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)

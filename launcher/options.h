@@ -18,6 +18,7 @@
 struct options {
 	struct ci_flags ci;
 	double grace;              /* seconds from SIGTERM to SIGKILL */
+	double hang_timeout;       /* seconds without output or exit that fail the job; 0: off */
 	bool no_wrap;
 	bool dry_run;
 	bool report_bindings;

@@ -11,4 +11,9 @@
  * nature (a process may fork meanwhile); callers repeat on later events. */
 int procs_signal_descendants(pid_t root, int sig);
 
+/* root and then up to max-1 of its live descendants, lowest pid first
+ * (most often the oldest: wrap_rank, its command, what that started).
+ * Returns how many, or a negative errno. */
+int procs_tree(pid_t root, pid_t *pids, int max);
+
 #endif

@@ -36,7 +36,9 @@ struct worker {
 	struct out_tail tail;
 	struct timespec when;
 	double after;
+	double active;               /* when it last wrote (or started), seconds since start */
 	char note[256];
+	char *diag;                  /* what it was doing when it had to be killed, or NULL */
 };
 
 struct runner {
@@ -70,6 +72,7 @@ struct runner {
 	bool give_up;                /* ... until told to stop, or the deadline */
 	bool stdout_said;            /* its write failure was said */
 	struct event *flush_deadline;
+	struct event *hang_check;    /* with --hang-timeout */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
@@ -105,6 +108,14 @@ static double since(const struct timespec *t0, const struct timespec *t)
 	return (double)(t->tv_sec - t0->tv_sec) + (double)(t->tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+static double now_since(const struct runner *r)
+{
+	struct timespec mono;
+
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return since(&r->t0, &mono);
+}
+
 /* ECHILD from waitpid(-1) is exact: any live descendant would have a
  * surviving ancestor that is our child (we are its subreaper). */
 static bool have_children(void)
@@ -117,6 +128,8 @@ static void apply(struct runner *r, struct sup_actions a);
 static void tell_plane_root(struct runner *r);
 static bool restart_alone(struct runner *r);
 static void flush_consoles(struct runner *r);
+static void diagnose(struct runner *r);
+static void arm_hang_check(struct runner *r);
 
 static void finish(struct runner *r)
 {
@@ -145,6 +158,8 @@ static void apply(struct runner *r, struct sup_actions a)
 	 * LeakSanitizer at a worker's exit) cancels that stop and hangs it. */
 	if (a.signal_workers && r->sup.state != SUP_RUNNING)
 		flush_consoles(r); /* the stop begins: read on, shed */
+	if (a.signal_workers == SIGKILL && r->sup.sigints < 2)
+		diagnose(r);
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
 			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0) {
@@ -185,13 +200,22 @@ static void reap(struct runner *r)
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
 		for (int i = 0; i < r->n; i++) {
 			struct worker *w = &r->w[i];
 			struct timespec mono;
 
 			if (w->pid != pid)
 				continue;
+			if (WIFSTOPPED(status)) { /* slotrun never stops a worker */
+				say_rank(r, i, "stopped by SIG%s (not by slotrun): the job waits for it until it "
+					 "is continued (SIGCONT)%s", sigabbrev_np(WSTOPSIG(status)) ?
+					 sigabbrev_np(WSTOPSIG(status)) : "?", r->cfg->hang_timeout > 0 ?
+					 " or --hang-timeout runs out" : "");
+				break;
+			}
+			if (WIFCONTINUED(status))
+				break;
 			clock_gettime(CLOCK_REALTIME, &w->when);
 			clock_gettime(CLOCK_MONOTONIC, &mono);
 			w->after = since(&r->t0, &mono);
@@ -199,7 +223,7 @@ static void reap(struct runner *r)
 						    .t = w->after });
 			break;
 		}
-		/* not a worker: an adopted stray, now reaped */
+		/* not a worker: an adopted stray, now reaped (or stopped) */
 	}
 	if (r->sup.state == SUP_SWEEP && !have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
@@ -311,6 +335,7 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	 * reuse the number. */
 	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
 		event_del(is_out ? w->ev_out : w->ev_err);
+	w->active = now_since(r);
 	say_file_error(r, w, s);
 	flush_consoles(r);
 }
@@ -577,6 +602,7 @@ static void begin_restart(struct runner *r, int attempt, double delay, const str
 	note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, attempts_total(r), delay, line);
 	end_attempt(r);
 	for (int i = 0; i < r->n; i++) {
+		free(r->w[i].diag);
 		r->w[i] = (struct worker){ .runner = r };
 		out_stream_init(&r->w[i].out, -1, NULL, -1, NULL);
 		out_stream_init(&r->w[i].err, -1, NULL, -1, NULL);
@@ -614,6 +640,117 @@ static void start_workers(struct runner *r);
 static void on_backoff(evutil_socket_t fd, short what, void *arg)
 {
 	start_workers(arg);
+}
+
+/* --hang-timeout: a worker that neither wrote nor exited for that long
+ * fails the job.  While the consoles hold its output back (a slow reader),
+ * silence is no sign of a hang. */
+static void on_hang_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct runner *r = arg;
+	double now = now_since(r), limit = r->cfg->hang_timeout;
+
+	if (!r->started || r->sup.state != SUP_RUNNING)
+		return;
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+
+		if (r->paused)
+			w->active = now;
+		if (r->fate[i] != SUP_W_RUNNING || now - w->active <= limit)
+			continue;
+		snprintf(w->note, sizeof(w->note), "no output and no exit for %g s (--hang-timeout)", limit);
+		say_rank(r, i, "%s: stopping the job", w->note);
+		feed(r, (struct sup_event){ .type = SUP_EV_HANG, .worker = i, .t = now });
+		return;
+	}
+}
+
+static void arm_hang_check(struct runner *r)
+{
+	double every = r->cfg->hang_timeout / 10, whole, frac;
+	struct timeval tv;
+
+	if (r->cfg->hang_timeout <= 0)
+		return;
+	every = every < 0.05 ? 0.05 : every > 1 ? 1 : every;
+	frac = modf(every, &whole);
+	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	event_add(r->hang_check, &tv);
+}
+
+/* What a worker's processes were doing when the grace ran out: state,
+ * kernel wait channel and, with elfutils' eu-stack, the native stack. */
+#define DIAG_PROCS 4
+#define DIAG_FRAMES 8
+#define DIAG_BUDGET 5.0  /* seconds for all the stacks together */
+
+static void diag_proc(FILE *f, pid_t pid, bool stack)
+{
+	char path[64], stat[512], wchan[128] = "", comm[64] = "?", state = '?', *open_paren, *close_paren;
+	FILE *in;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(in = fopen(path, "re")))
+		return;
+	n = fread(stat, 1, sizeof(stat) - 1, in);
+	fclose(in);
+	stat[n] = '\0';
+	open_paren = strchr(stat, '(');
+	close_paren = strrchr(stat, ')');
+	if (open_paren && close_paren && close_paren > open_paren) {
+		snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+		state = close_paren[1] == ' ' ? close_paren[2] : '?';
+	}
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if ((in = fopen(path, "re"))) {
+		n = fread(wchan, 1, sizeof(wchan) - 1, in);
+		wchan[n] = '\0';
+		fclose(in);
+	}
+	fprintf(f, "pid %d (%s) state %c%s%s\n", (int)pid, comm, state, wchan[0] && strcmp(wchan, "0") ?
+		", waiting in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "");
+	if (stack) {
+		char cmd[96], line[512];
+		int frames = 0;
+
+		snprintf(cmd, sizeof(cmd), "exec timeout 2 eu-stack -p %d -n %d 2>/dev/null", (int)pid, DIAG_FRAMES);
+		if ((in = popen(cmd, "re"))) {
+			while (fgets(line, sizeof(line), in))
+				if (line[0] == '#' && frames++ < DIAG_FRAMES)
+					fprintf(f, "  %s", line);
+			pclose(in);
+		}
+	}
+}
+
+static bool have_eu_stack(void)
+{
+	return system("command -v eu-stack >/dev/null 2>&1") == 0;
+}
+
+static void diagnose(struct runner *r)
+{
+	bool stacks = have_eu_stack();
+	double t0 = now_since(r);
+
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+		pid_t pids[DIAG_PROCS];
+		size_t len = 0;
+		FILE *f;
+		int n;
+
+		if (r->fate[i] != SUP_W_RUNNING || w->pid <= 0 || w->diag)
+			continue;
+		n = procs_tree(w->pid, pids, DIAG_PROCS);
+		if (n <= 0 || !(f = open_memstream(&w->diag, &len)))
+			continue;
+		for (int k = 0; k < n; k++)
+			diag_proc(f, pids[k], stacks && now_since(r) - t0 < DIAG_BUDGET);
+		fclose(f);
+	}
 }
 
 static void on_flush_deadline(evutil_socket_t fd, short what, void *arg)
@@ -705,7 +842,7 @@ static void report(struct runner *r, int code)
 			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
 			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
 			.after_start = r->w[i].after, .tail = &r->w[i].tail,
-			.note = r->w[i].note[0] ? r->w[i].note : NULL,
+			.note = r->w[i].note[0] ? r->w[i].note : NULL, .diag = r->w[i].diag,
 		};
 	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,
 				.root = n ? r->sup.root_cause : -1,
@@ -775,6 +912,7 @@ static void start_workers(struct runner *r)
 		w->ev_out = watch(r, &w->out, w);
 		w->ev_err = watch(r, &w->err, w);
 	}
+	arm_hang_check(r);
 	sigprocmask(SIG_SETMASK, &was, NULL);
 }
 
@@ -862,7 +1000,8 @@ int runner_run(const struct runner_cfg *c)
 	r.timer = evtimer_new(r.base, on_timer, &r);
 	r.backoff = evtimer_new(r.base, on_backoff, &r);
 	r.flush_deadline = evtimer_new(r.base, on_flush_deadline, &r);
-	bool all = r.timer && r.backoff && r.flush_deadline && r.ev_con[0] && r.ev_con[1];
+	r.hang_check = event_new(r.base, -1, EV_PERSIST, on_hang_check, &r);
+	bool all = r.timer && r.backoff && r.flush_deadline && r.hang_check && r.ev_con[0] && r.ev_con[1];
 	for (int i = 0; i < NHANDLED; i++) {
 		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
 		all = all && r.sigev[i] && event_add(r.sigev[i], NULL) == 0;
@@ -920,6 +1059,10 @@ out:
 		event_free(r.backoff);
 	if (r.flush_deadline)
 		event_free(r.flush_deadline);
+	if (r.hang_check)
+		event_free(r.hang_check);
+	for (int i = 0; r.w && i < r.n; i++)
+		free(r.w[i].diag);
 	for (int k = 0; k < 2; k++) {
 		if (r.ev_con[k])
 			event_free(r.ev_con[k]);

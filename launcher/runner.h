@@ -22,6 +22,7 @@ struct runner_cfg {
 	const char *log_dir;             /* or NULL */
 	const char *error_file;          /* or NULL */
 	double grace;
+	double hang_timeout;             /* seconds of silence that fail the job; 0: off */
 	const struct rlimit *nofile;     /* the fd limit workers get, or NULL */
 	const struct plane_cfg *plane;   /* several nodes: the job plane; NULL for one */
 	const struct restart_policy *restart;  /* NULL: no restarts */

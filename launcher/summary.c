@@ -120,6 +120,24 @@ static void print_history(FILE *f, const struct sum_job *j)
 		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
 }
 
+/* A killed worker's processes, as slotrun saw them at the grace's end. */
+static void print_diag(FILE *f, const struct sum_worker *w)
+{
+	const char *p = w->diag;
+
+	if (!p)
+		return;
+	if (*p)
+		fprintf(f, "slotrun:     at the grace's end:\n");
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(f, "slotrun:     %.*s\n", len, p);
+		p += len + (nl ? 1 : 0);
+	}
+}
+
 void summary_print(FILE *f, const struct sum_job *j)
 {
 	char desc[64], when[32], sn[32];
@@ -157,6 +175,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 		}
 		if (r->tail)
 			free(lines);
+		print_diag(f, r);
 	} else if (j->stop_signal) {
 		fprintf(f, "slotrun: stopped by %s; workers were given the signal\n",
 			sig_name(j->stop_signal, sn, sizeof(sn)));
@@ -176,6 +195,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 		sum_describe_code(w->code, desc, sizeof(desc));
 		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
 			(int)w->pid, desc, fate_text(w));
+		print_diag(f, w);
 	}
 	fflush(f);
 }
@@ -215,6 +235,8 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
 	if (o && w->note)
 		json_object_set_new(o, "note", json_string(w->note));
+	if (o && w->diag)
+		json_object_set_new(o, "at_kill", line_json(w->diag));
 	return o;
 }
 

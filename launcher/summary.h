@@ -21,6 +21,7 @@ struct sum_worker {
 	double after_start;        /* seconds from start to exit */
 	const struct out_tail *tail;
 	const char *note;          /* e.g. why it could not start, or NULL */
+	const char *diag;          /* lines on what it did when it had to be killed, or NULL */
 };
 
 struct sum_job {

@@ -12,6 +12,7 @@ void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code
 		.nworkers = nworkers,
 		.live = nworkers,
 		.root_cause = -1,
+		.hung = -1,
 		.fate = fate,
 		.code = code,
 	};
@@ -71,6 +72,12 @@ static struct sup_actions worker_exited(struct sup *s, int w, int code, double t
 
 	if (w < 0 || w >= s->nworkers || s->fate[w] != SUP_W_RUNNING)
 		return a;
+	if (w == s->hung) { /* its status is the hang's, not our TERM's */
+		s->fate[w] = SUP_W_EXITED;
+		if (--s->live == 0)
+			a = enter_sweep(s, a);
+		return a;
+	}
 	s->code[w] = code;
 	s->fate[w] = s->state == SUP_RUNNING ? SUP_W_EXITED : SUP_W_STOPPED;
 	s->live--;
@@ -141,6 +148,17 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 			none.check_strays = true;
 			none.arm_rescan = true;
 		}
+		return none;
+	case SUP_EV_HANG:
+		if (s->state != SUP_RUNNING || ev->worker < 0 || ev->worker >= s->nworkers ||
+		    s->fate[ev->worker] != SUP_W_RUNNING)
+			return none;
+		s->hung = s->root_cause = ev->worker;
+		s->code[ev->worker] = SUP_HANG_CODE;
+		s->root_time = ev->t;
+		s->state = SUP_STOPPING;
+		none.signal_workers = SIGTERM;
+		none.arm_timer = true;
 		return none;
 	case SUP_EV_STOP:
 		/* Like a first failure, but not ours: no root cause here. */
