@@ -55,7 +55,7 @@ struct runner {
 	struct timespec t0;
 	struct out_console con[2];   /* slotrun's stdout and stderr */
 	struct event *ev_con[2];
-	bool paused;                 /* workers' pipes not read: consoles are full */
+	bool paused[2];              /* workers' stdout (stderr) pipes not read: that console is full */
 	sigset_t orig_mask;          /* the signal mask slotrun was started with */
 	struct plane *plane;         /* several nodes, else NULL */
 	bool started;                /* the workers were started */
@@ -259,28 +259,28 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	feed(arg, (struct sup_event){ .type = SUP_EV_TIMER });
 }
 
-/* Reading the workers' pipes stops while the consoles hold more than
- * OUT_CONSOLE_HIGH bytes: the workers block on their full pipes, slotrun
- * does not, so teardown and signals go on whatever the reader does. */
-static void set_paused(struct runner *r, bool paused)
+/* Reading the workers' stdout (stderr) pipes stops while slotrun's stdout
+ * (stderr) holds more than OUT_CONSOLE_HIGH bytes: the workers block on
+ * their full pipes, slotrun does not, so teardown and signals go on
+ * whatever the reader does; and a stdout nobody reads does not hold back
+ * what goes to stderr (a failure's last words). */
+static void set_paused(struct runner *r, int k, bool paused)
 {
-	if (r->paused == paused)
+	if (r->paused[k] == paused)
 		return;
-	r->paused = paused;
+	r->paused[k] = paused;
 	for (int i = 0; i < r->n; i++) {
 		struct worker *w = &r->w[i];
+		struct event *ev = k == 0 ? w->ev_out : w->ev_err;
+		int fd = k == 0 ? w->out.fd : w->err.fd;
 
-		if (w->ev_out && w->out.fd >= 0)
-			paused ? event_del(w->ev_out) : event_add(w->ev_out, NULL);
-		if (w->ev_err && w->err.fd >= 0)
-			paused ? event_del(w->ev_err) : event_add(w->ev_err, NULL);
+		if (ev && fd >= 0)
+			paused ? event_del(ev) : event_add(ev, NULL);
 	}
 }
 
 static void flush_consoles(struct runner *r)
 {
-	size_t pending = 0;
-
 	for (int k = 0; k < 2; k++) {
 		size_t left = out_console_flush(&r->con[k]);
 
@@ -288,22 +288,21 @@ static void flush_consoles(struct runner *r)
 			event_add(r->ev_con[k], NULL);
 		else
 			event_del(r->ev_con[k]);
-		pending += left;
+		/* While the job runs a slow reader slows the workers; once it
+		 * stops, their output is read on and shed, so they can exit. */
+		if (r->sup.state != SUP_RUNNING) {
+			r->con[k].shed = true;
+			set_paused(r, k, false);
+		} else if (left > OUT_CONSOLE_HIGH) {
+			set_paused(r, k, true);
+		} else if (left < OUT_CONSOLE_LOW) {
+			set_paused(r, k, false);
+		}
 	}
 	if (r->con[0].broken && !r->stdout_said) {
 		r->stdout_said = true;
 		note(r, "slotrun: stdout: %s: the workers' output to it is dropped from now on",
 		     strerror(r->con[0].err));
-	}
-	/* While the job runs a slow reader slows the workers; once it stops,
-	 * their output is read on and shed instead, so they can exit. */
-	if (r->sup.state != SUP_RUNNING) {
-		r->con[0].shed = r->con[1].shed = true;
-		set_paused(r, false);
-	} else if (pending > OUT_CONSOLE_HIGH) {
-		set_paused(r, true);
-	} else if (pending < OUT_CONSOLE_LOW) {
-		set_paused(r, false);
 	}
 }
 
@@ -608,7 +607,7 @@ static void begin_restart(struct runner *r, int attempt, double delay, const str
 		out_stream_init(&r->w[i].err, -1, NULL, -1, NULL);
 	}
 	sup_init(&r->sup, r->n, r->fate, r->code);
-	r->paused = false;
+	r->paused[0] = r->paused[1] = false;
 	r->started = false;
 	r->attempt = attempt;
 }
@@ -655,7 +654,7 @@ static void on_hang_check(evutil_socket_t fd, short what, void *arg)
 	for (int i = 0; i < r->n; i++) {
 		struct worker *w = &r->w[i];
 
-		if (r->paused)
+		if (r->paused[0] || r->paused[1])
 			w->active = now;
 		if (r->fate[i] != SUP_W_RUNNING || now - w->active <= limit)
 			continue;
