@@ -39,6 +39,15 @@ static struct sup_actions enter_sweep(struct sup *s, struct sup_actions a)
 	return a;
 }
 
+/* The job begins to stop: SIGTERM to every worker, the grace armed. */
+static struct sup_actions begin_stop(struct sup *s, struct sup_actions a)
+{
+	s->state = SUP_STOPPING;
+	a.signal_workers = SIGTERM;
+	a.arm_timer = true;
+	return a;
+}
+
 static struct sup_actions escalate(struct sup *s, struct sup_actions a)
 {
 	s->escalated = true;
@@ -84,9 +93,7 @@ static struct sup_actions worker_exited(struct sup *s, int w, int code, double t
 	if (s->state == SUP_RUNNING && code != 0) {
 		s->root_cause = w;
 		s->root_time = t;
-		s->state = SUP_STOPPING;
-		a.signal_workers = SIGTERM;
-		a.arm_timer = true;
+		a = begin_stop(s, a);
 	} else if (crash_beats_root(s, code, t)) {
 		s->fate[w] = SUP_W_EXITED;
 		s->root_cause = w;
@@ -156,18 +163,10 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 		s->hung = s->root_cause = ev->worker;
 		s->code[ev->worker] = SUP_HANG_CODE;
 		s->root_time = ev->t;
-		s->state = SUP_STOPPING;
-		none.signal_workers = SIGTERM;
-		none.arm_timer = true;
-		return none;
+		return begin_stop(s, none);
 	case SUP_EV_STOP:
 		/* Like a first failure, but not ours: no root cause here. */
-		if (s->state != SUP_RUNNING)
-			return none;
-		s->state = SUP_STOPPING;
-		none.signal_workers = SIGTERM;
-		none.arm_timer = true;
-		return none;
+		return s->state == SUP_RUNNING ? begin_stop(s, none) : none;
 	case SUP_EV_STRAYS_GONE:
 		if (s->state != SUP_SWEEP)
 			return none;

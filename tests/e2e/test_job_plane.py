@@ -710,21 +710,21 @@ def pytorch_ddp_across_three_nodes():
 RESTART_RANK = ["python3", os.path.join(HERE, "restart_rank.py")]
 
 
-def restart_env(tag):
-    return env_for({"RESTART_TAG": tag, "FAIL_RANK": "5"})
+def fail_once(job, delay):
+    """Starts restart_rank.py on every node with one restart after `delay`,
+    and lets rank 5 (node 2) fail attempt 0 once every rank is up."""
+    fifos(job, [5])
+    job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", delay],
+                  env=env_for({"RESTART_TAG": f"r{os.getpid()}", "FAIL_RANK": "5"}))
+    job.wait_ready()
+    release(job, 5)
 
 
 @case
 def a_failure_restarts_every_node_in_step():
-    # attempt 0: rank 5 (node 2) exits 4 once every rank is up; attempt 1:
-    # every rank finds nothing of attempt 0 alive on any node and ends
-    tag = f"rs{os.getpid()}"
+    # attempt 1: every rank finds nothing of attempt 0 alive on any node
     with job_plane() as job:
-        fifos(job, [5])
-        job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", "0.2"],
-                      env=restart_env(tag))
-        job.wait_ready()
-        release(job, 5)
+        fail_once(job, "0.2")
         job.expect_exit([0, 0, 0], timeout=60)
         for r in range(6):
             assert said(job.out(node_of(r)), r, "attempt 1 stale=0 torch=1/1"), f"rank {r}\n" + job.describe()
@@ -736,13 +736,8 @@ def a_failure_restarts_every_node_in_step():
 
 @case
 def sigterm_during_the_backoff_stops_every_node_at_once():
-    tag = f"rt{os.getpid()}"
     with job_plane() as job:
-        fifos(job, [5])
-        job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", "60"],
-                      env=restart_env(tag))
-        job.wait_ready()
-        release(job, 5)
+        fail_once(job, "60")
         job.wait(lambda: b"attempt 2 of 2 in 60 s" in job.err(1), 30, "node 1 waiting to restart")
         t0 = time.monotonic()
         job.procs[1].signal(signal.SIGTERM)
