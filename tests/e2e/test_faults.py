@@ -31,9 +31,18 @@ def wait_exit(p, timeout, what):
     try:
         return p.wait(timeout)
     except subprocess.TimeoutExpired:
+        raise AssertionError(f"slotrun did not exit within {timeout}s: {what}")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
+def cleanup(p):
+    """However a case ends, its slotrun (and so its workers) ends too."""
+    if p.poll() is None:
         p.kill()
         p.wait()
-        raise AssertionError(f"slotrun did not exit within {timeout}s: {what}")
 
 
 def pipe_held(fd):
@@ -58,6 +67,7 @@ def an_unread_stdout_does_not_hold_back_a_failure():
     try:
         code = wait_exit(p, 20, "with an unread stdout after a failure")
     finally:
+        cleanup(p)
         os.close(r)
     e = read(errf)
     assert code == 7, (code, e)
@@ -83,6 +93,7 @@ def sigterm_with_an_unread_stdout_stops_within_the_grace():
         p.send_signal(signal.SIGTERM)
         code = wait_exit(p, 20, "SIGTERM with an unread stdout")
     finally:
+        cleanup(p)
         os.close(r)
     assert code == 143, read(errf)
     assert time.monotonic() - t0 < 10, "not bounded by the grace"
@@ -166,14 +177,17 @@ def error_file_is_whole_or_absent_and_never_stale():
 def a_stopped_wrap_rank_is_said_and_the_hang_timeout_ends_the_wait():
     p = Proc([SR, "--slots", "2", "--grace", "1", "--hang-timeout", "2", "--", "sh", "-c",
               "echo up; exec sleep 60"], environ=job_env())
-    p.wait_output(lambda s: s.out.count(b"up") == 2, 20, "both ranks up")
-    wrap = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
-                                           text=True).stdout.split()]
-    assert len(wrap) == 2, wrap
-    os.kill(wrap[1], signal.SIGSTOP)
-    p.wait_line(b"stopped by SIGSTOP (not by slotrun): the job waits for it until it is continued (SIGCONT) "
-                b"or --hang-timeout runs out", stream="err", timeout=20)
-    code = p.finish(30)
+    try:
+        p.wait_output(lambda s: s.out.count(b"up") == 2, 20, "both ranks up")
+        wrap = [int(x) for x in subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True,
+                                               text=True).stdout.split()]
+        assert len(wrap) == 2, wrap
+        os.kill(wrap[1], signal.SIGSTOP)
+        p.wait_line(b"stopped by SIGSTOP (not by slotrun): the job waits for it until it is continued "
+                    b"(SIGCONT) or --hang-timeout runs out", stream="err", timeout=20)
+        code = p.finish(30)
+    finally:
+        p.kill()
     assert code == 124, p.err[-2000:]
     assert b"no output and no exit for 2 s (--hang-timeout)" in p.err, p.err[-2000:]
 
@@ -194,9 +208,12 @@ def a_worker_killed_after_the_grace_shows_what_it_was_doing():
     p = Proc([SR, "--slots", "1", "--grace", "0.5", "--", "python3", "-c",
               "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); "
               "time.sleep(60)"], environ=job_env())
-    p.wait_line(b"[rank=0] up", timeout=20)
-    p.signal(signal.SIGTERM)
-    code = p.finish(30)
+    try:
+        p.wait_line(b"[rank=0] up", timeout=20)
+        p.signal(signal.SIGTERM)
+        code = p.finish(30)
+    finally:
+        p.kill()
     e = p.err.decode()
     assert code == 143, e
     assert "exit 137 (SIGKILL), stopped by slotrun" in e and "at the grace's end:" in e, e

@@ -27,6 +27,19 @@ def finish(p, timeout=60):
     return code, p.out.decode(), p.err.decode()
 
 
+class running:
+    """with running(slotrun(...)) as p: however the block ends, p ends too."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __enter__(self):
+        return self.p
+
+    def __exit__(self, *exc):
+        self.p.kill()
+
+
 # fails on attempt 0 only, on rank 1
 ONCE = ["sh", "-c", 'echo "rank $RANK attempt $SLOTRUN_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS '
         'torch $TORCHELASTIC_RESTART_COUNT"; if [ "$SLOTRUN_RESTART_COUNT" = 0 ] && [ "$RANK" = 1 ]; then '
@@ -81,11 +94,11 @@ def what_never_restarts():
         code, out, err = finish(slotrun("--slots", "1", "--max-restarts", "3", "--restart-delay", "0", "--",
                                         *cmd))
         assert code == want and "attempt 2" not in err, (code, err)
-    p = slotrun("--slots", "1", "--max-restarts", "3", "--restart-delay", "0", "--", "sh", "-c",
-                "echo up; exec sleep 60")
-    p.wait_line("[rank=0] up")
-    p.signal(signal.SIGTERM)
-    code, out, err = finish(p)
+    with running(slotrun("--slots", "1", "--max-restarts", "3", "--restart-delay", "0", "--", "sh", "-c",
+                         "echo up; exec sleep 60")) as p:
+        p.wait_line("[rank=0] up")
+        p.signal(signal.SIGTERM)
+        code, out, err = finish(p)
     assert code == 143 and "attempt 2" not in err, (code, err)
 
 
@@ -104,11 +117,12 @@ def restart_on_narrows_what_restarts():
 
 @case
 def sigterm_during_the_backoff_stops_at_once():
-    p = slotrun("--slots", "1", "--max-restarts", "2", "--restart-delay", "60", "--", "sh", "-c", "exit 1")
-    p.wait_line("attempt 2 of 3 in 60 s", stream="err", timeout=20)
-    t0 = time.monotonic()
-    p.signal(signal.SIGTERM)
-    code, _, err = finish(p, timeout=20)
+    with running(slotrun("--slots", "1", "--max-restarts", "2", "--restart-delay", "60", "--", "sh", "-c",
+                         "exit 1")) as p:
+        p.wait_line("attempt 2 of 3 in 60 s", stream="err", timeout=20)
+        t0 = time.monotonic()
+        p.signal(signal.SIGTERM)
+        code, _, err = finish(p, timeout=20)
     assert code == 143, err
     assert time.monotonic() - t0 < 10, "the 60 s backoff was waited out"
     assert "attempt 1 of 3 failed: rank 0 on node 0 (127.0.0.1) exit 1" in err, err
@@ -170,23 +184,24 @@ def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
     want = checksum(out)
 
     # preempted at step 4: a checkpoint
-    p = slotrun("--slots", "3", "--master-port", str(free_port()), "--", "sh", "-c", body,
-                env=dict(env, HOLD="4"))
-    p.wait_line("[rank=0] step 4 loss ", timeout=60)
-    p.signal(signal.SIGUSR1)
-    code, out, err = finish(p)
+    with running(slotrun("--slots", "3", "--master-port", str(free_port()), "--", "sh", "-c", body,
+                         env=dict(env, HOLD="4"))) as p:
+        p.wait_line("[rank=0] step 4 loss ", timeout=60)
+        p.signal(signal.SIGUSR1)
+        code, out, err = finish(p)
     assert code == 0 and "[rank=0] preempted at step 4" in out, (code, err[-2000:])
 
     # resumed, then rank 1 crashes at step 8, between checkpoints: the
     # restart resumes from step 4 again and ends where the straight run did
     tag = f"ck{os.getpid()}"
-    p = slotrun("--slots", "3", "--master-port", str(free_port()), "--max-restarts", "1", "--restart-delay", "0",
-                "--", "sh", "-c", body, env=dict(env, HOLD="8", CRASH_TAG=tag))
-    p.wait_line("[rank=0] step 8 loss ", timeout=60)
-    victims = pids_with_env("nccl_worker", RANK="1", SLOTRUN_RESTART_COUNT="0", CRASH_TAG=tag)
-    assert len(victims) == 1, victims
-    os.kill(victims[0], signal.SIGKILL)
-    code, out, err = finish(p)
+    with running(slotrun("--slots", "3", "--master-port", str(free_port()), "--max-restarts", "1",
+                         "--restart-delay", "0", "--", "sh", "-c", body,
+                         env=dict(env, HOLD="8", CRASH_TAG=tag))) as p:
+        p.wait_line("[rank=0] step 8 loss ", timeout=60)
+        victims = pids_with_env("nccl_worker", RANK="1", SLOTRUN_RESTART_COUNT="0", CRASH_TAG=tag)
+        assert len(victims) == 1, victims
+        os.kill(victims[0], signal.SIGKILL)
+        code, out, err = finish(p)
     assert code == 0, err[-3000:]
     assert "attempt 2 of 2 in 0 s, after rank 1 on node 0 (127.0.0.1) exit 137 (SIGKILL)" in err, err[-3000:]
     assert out.count("[rank=0] resumed from ") == 2, out[-3000:]
