@@ -1266,6 +1266,65 @@ CI_TEST(ci, explicit_slots_disagree_with_gpu_list)
 	FAILS("--slots '1,3' gives this node 3 slots", "SLURM_STEP_GPUS '0' names 1 GPUs");
 }
 
+/* ---- Slurm: one slotrun per node ---- */
+
+CI_TEST(ci, slurm_step_of_one_task_per_node)
+{
+	env("SLURM_JOB_NODELIST", "n[1-2]");
+	env("SLURM_NODEID", "1");
+	env("SLURM_STEP_NUM_TASKS", "2");
+	env("SLURM_STEP_NUM_NODES", "2");
+	env("SLURM_LOCALID", "0");
+	load_ok(0);
+	cr_assert_eq(CI.node_rank, 1);
+}
+
+CI_TEST(ci, slurm_step_with_more_tasks_than_nodes_is_refused)
+{
+	env("SLURM_JOB_NODELIST", "n[1-2]");
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "8");
+	env("SLURM_STEP_NUM_NODES", "2");
+	env("SLURM_LOCALID", "0");
+	FAILS("Slurm started 8 tasks on 2 nodes (SLURM_STEP_NUM_TASKS '8', SLURM_STEP_NUM_NODES '2')",
+	      "srun --ntasks-per-node=1");
+	/* flags do not hide it: two jobs would still run */
+	FL.nnodes = "1";
+	FAILS("Slurm started 8 tasks");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "2");
+	env("SLURM_STEP_NUM_NODES", "1");
+	FAILS("Slurm started 2 tasks on 1 node (");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_LOCALID", "1");
+	FAILS("SLURM_LOCALID '1': this is not the first Slurm task on this node",
+	      "srun --ntasks-per-node=1");
+}
+
+CI_TEST(ci, slurm_task_counts_malformed_or_outside_a_job)
+{
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "many");
+	FAILS("SLURM_STEP_NUM_TASKS 'many': expected an integer");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_NODES", "0");
+	FAILS("SLURM_STEP_NUM_NODES '0' is out of range");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_LOCALID", "-1");
+	FAILS("SLURM_LOCALID '-1' is out of range");
+	/* without SLURM_NODEID or SLURM_JOB_NODELIST, Slurm is no source */
+	reset();
+	env("SLURM_STEP_NUM_TASKS", "8");
+	env("SLURM_STEP_NUM_NODES", "1");
+	env("SLURM_LOCALID", "3");
+	load_ok(0);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DEFAULT);
+}
+
 /* ---- source names ---- */
 
 CI_TEST(ci, source_names)
@@ -1285,7 +1344,7 @@ static void real_setup(void)
 		"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "DET_SLOT_IDS",
 		"DET_INTER_NODE_NETWORK_INTERFACE", "C10D_PORT", "SLOTRUN_NNODES",
 		"SLOTRUN_NODE_RANK", "SLOTRUN_ADDRS", "SLOTRUN_SLOTS", "SLOTRUN_MASTER_PORT",
-		"SLOTRUN_IFACE" };
+		"SLOTRUN_IFACE", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES", "SLURM_LOCALID" };
 
 	/* the test may itself run under Slurm or on a GPU box */
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
