@@ -7,8 +7,10 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
-# CPU PyTorch, for /usr/bin/python3).
-SLOTRUN_TEST_PACKAGES=(python3-torch)
+# CPU PyTorch, for /usr/bin/python3), and slotrun under a private one-node
+# Slurm (slurm-wlm with its munge; `apt-get install -s` installs them
+# without questions, and Debian starts no daemon where policy-rc.d forbids).
+SLOTRUN_TEST_PACKAGES=(python3-torch slurm-wlm munge)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
