@@ -18,20 +18,15 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
-import time
 import uuid
 
-from harness import Proc, Skip, binary, case, pid_alive, run, wait_for
+from harness import Proc, Skip, case, pid_alive, run, wait_for
+from jobs import SR, clean_env
 
-SR = binary("slotrun")
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "slurm", "slotrun.sbatch")
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "sinfo")
-SCRUB_PREFIXES = ("SLURM_", "SLOTRUN_", "DET_", "PET_", "OMPI_", "PMI_")
-SCRUB = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
-         "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX"}
 
 
 def free_ports(n):
@@ -180,9 +175,7 @@ PartitionName=debug Nodes=localhost Default=YES MaxTime=INFINITE State=UP
     def env(self, extra=None):
         """Our environment, without a scheduler's or slotrun's variables,
         pointing at this cluster; build/ first on PATH for the examples."""
-        e = {k: v for k, v in os.environ.items() if not k.startswith(SCRUB_PREFIXES) and k not in SCRUB}
-        e["SLURM_CONF"] = self.conf
-        e["SLOTRUN_DET_INFO_DIR"] = "/nonexistent"
+        e = clean_env({"SLURM_CONF": self.conf})
         e["PATH"] = os.path.dirname(SR) + os.pathsep + e.get("PATH", "")
         e.update(extra or {})
         return e
