@@ -1,13 +1,17 @@
 """Multi-node jobs for the end-to-end tests: one slotrun per node of a
 netns.Cluster, all read together (Job), and the environment they start from.
 Every wait has a deadline; kill() ends every slotrun of the job."""
+import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 from harness import Proc, binary
+from netns import Cluster
 
 SR = binary("slotrun")
 SYSTEM_PY = "/usr/bin/python3"
@@ -206,3 +210,19 @@ def _cmdline(pid):
             return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return "?"
+
+
+@contextlib.contextmanager
+def job_on(n, tag, cls=None):
+    """A job (cls, default Job) on a Cluster of n nodes, with a folder of its
+    own; every slotrun is killed and the nodes removed on the way out."""
+    d = tempfile.mkdtemp(prefix="slotrun-job-")
+    try:
+        with Cluster(n, tag) as cl:
+            job = (cls or Job)(cl, d)
+            try:
+                yield job
+            finally:
+                job.kill()
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -3,8 +3,8 @@ PyTorchJob environment (torchrun's PET_* form, the chief's address alone),
 a Kubernetes Indexed Job, torchrun's own command line, and a PyTorch DDP
 training script.  Multi-node cases run one slotrun per node of a
 netns.Cluster (three nodes, 10.213.0.1-3 on one bridge), every node with the
-same SLOTRUN_JOB_SECRET.  (Slurm has its own file: test_slurm.py.)"""
-import contextlib
+same SLOTRUN_JOB_SECRET.  (Slurm and ssh have files of their own:
+test_slurm.py, test_ssh.py.)"""
 import json
 import os
 import re
@@ -12,11 +12,11 @@ import shutil
 import tempfile
 
 from harness import Skip, case, run, run_cmd
-from jobs import SR, SYSTEM_PY, Job, clean_env, torch_missing
-from netns import Cluster
+from jobs import SR, SYSTEM_PY, clean_env, job_on, torch_missing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_TRAIN = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_train.py")
+
 SECRET = "clusters-e2e-secret"
 FAST = ["--join-timeout", "20", "--heartbeat-timeout", "2", "--grace", "1"]
 SHOW_ENV = ["sh", "-c", "echo rank $RANK of $WORLD_SIZE node $NODE_RANK/$GROUP_WORLD_SIZE local $LOCAL_RANK "
@@ -27,18 +27,8 @@ def node_env(extra=None):
     return clean_env(dict({"SLOTRUN_JOB_SECRET": SECRET}, **(extra or {})))
 
 
-@contextlib.contextmanager
 def three_nodes(tag):
-    d = tempfile.mkdtemp(prefix="slotrun-clusters-")
-    try:
-        with Cluster(3, tag) as cl:
-            job = Job(cl, d)
-            try:
-                yield job
-            finally:
-                job.kill()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return job_on(3, tag)
 
 
 def said(job, node, rank, text):
@@ -133,21 +123,22 @@ def indexed_job_index_with_a_hostlist_of_addresses():
         job.assert_nothing_left()
 
 
-def script_dir():
-    d = tempfile.mkdtemp(prefix="slotrun-py-")
-    with open(os.path.join(d, "show.py"), "w") as f:
+def write_script(d):
+    """d/show.py, which says how it was run."""
+    path = os.path.join(d, "show.py")
+    with open(path, "w") as f:
         f.write("import os, sys\n"
                 "print('python', os.path.basename(sys.executable).startswith('python'), 'rank', os.environ['RANK'],"
                 " 'of', os.environ['WORLD_SIZE'], 'master', os.environ['MASTER_ADDR'] + ':' +"
                 " os.environ['MASTER_PORT'], 'args', *sys.argv[1:])\n")
-    return d
+    return path
 
 
 @case
 def torchrun_command_line_dry_run():
-    d = script_dir()
+    d = tempfile.mkdtemp()
     try:
-        script = os.path.join(d, "show.py")
+        script = write_script(d)
         for spelling in (["--nproc-per-node", "2", "--node-rank", "1", "--master-addr", "10.9.0.1",
                           "--master-port", "29555"],
                          ["--nproc_per_node=2", "--node_rank=1", "--master_addr=10.9.0.1", "--master_port=29555"]):
@@ -172,24 +163,16 @@ def torchrun_command_line_dry_run():
 
 @case
 def torchrun_command_line_across_two_nodes():
-    d = script_dir()
-    try:
-        script = os.path.join(d, "show.py")
-        with Cluster(2, "trun") as cl:
-            job = Job(cl, d)
-            try:
-                for i in range(2):
-                    job.spawn(i, ["--nnodes=2", f"--node_rank={i}", f"--master_addr={cl.addr(0)}", "--master_port=29555",
-                                  "--nproc_per_node=2", *FAST, script, "x", "y"], node_env())
-                job.expect_exit([0, 0], timeout=40)
-                for r in range(4):
-                    want = f"python True rank {r} of 4 master {cl.addr(0)}:29555 args x y"
-                    assert said(job, r // 2, r, want), f"rank {r}\n" + job.describe()
-                job.assert_nothing_left()
-            finally:
-                job.kill()
-    finally:
-        shutil.rmtree(d)
+    with job_on(2, "trun") as job:
+        script = write_script(job.dir)
+        for i in range(2):
+            job.spawn(i, ["--nnodes=2", f"--node_rank={i}", f"--master_addr={job.cl.addr(0)}", "--master_port=29555",
+                          "--nproc_per_node=2", *FAST, script, "x", "y"], node_env())
+        job.expect_exit([0, 0], timeout=40)
+        for r in range(4):
+            want = f"python True rank {r} of 4 master {job.cl.addr(0)}:29555 args x y"
+            assert said(job, r // 2, r, want), f"rank {r}\n" + job.describe()
+        job.assert_nothing_left()
 
 
 @case

@@ -12,17 +12,14 @@ bounds on how fast a node reacts are generous: timings are benchmarks."""
 import contextlib
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
 import struct
-import tempfile
 import time
 
 from harness import Skip, case, run
-from jobs import SYSTEM_PY, Job, clean_env, torch_missing
-from netns import Cluster
+from jobs import SYSTEM_PY, Job, clean_env, job_on, torch_missing
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_CHECK = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_check.py")
@@ -72,18 +69,8 @@ class PlaneJob(Job):
                   f"{text!r} from ranks {list(ranks)}", must_run)
 
 
-@contextlib.contextmanager
 def job_plane(nodes=3, tag="jp"):
-    d = tempfile.mkdtemp(prefix="slotrun-jp-")
-    try:
-        with Cluster(nodes, tag) as cl:
-            job = PlaneJob(cl, d)
-            try:
-                yield job
-            finally:
-                job.kill()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return job_on(nodes, tag, PlaneJob)
 
 
 def fifos(job, ranks):
