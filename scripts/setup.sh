@@ -7,10 +7,12 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
-# CPU PyTorch, for /usr/bin/python3), and slotrun under a private one-node
+# CPU PyTorch, for /usr/bin/python3), slotrun under a private one-node
 # Slurm (slurm-wlm with its munge; `apt-get install -s` installs them
-# without questions, and Debian starts no daemon where policy-rc.d forbids).
-SLOTRUN_TEST_PACKAGES=(python3-torch slurm-wlm munge)
+# without questions, and Debian starts no daemon where policy-rc.d forbids),
+# examples/ssh/launch.sh against an sshd in each namespace node
+# (openssh-server), and render the man pages (man-db).
+SLOTRUN_TEST_PACKAGES=(python3-torch slurm-wlm munge openssh-server man-db)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
