@@ -4,7 +4,7 @@
 set -euo pipefail
 
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
-	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
+	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
 # CPU PyTorch, for /usr/bin/python3), slotrun under a private one-node
