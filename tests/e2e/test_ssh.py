@@ -5,6 +5,7 @@ host with its node rank and one secret, brings back the job's status, and
 its Ctrl-C stops every host in order."""
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -37,6 +38,16 @@ class SshNodes:
             f.write(f"Host *\n  IdentityFile {d}/id\n  IdentitiesOnly yes\n  UserKnownHostsFile /dev/null\n"
                     "  StrictHostKeyChecking no\n  LogLevel ERROR\n  BatchMode yes\n  User root\n"
                     "  ConnectTimeout 10\n")
+        # an ssh session starts from the login's environment, not ours: the
+        # sanitizers' options of the ASan leg go along through a wrapper
+        self.slotrun = SR
+        sanitizers = {k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
+        if sanitizers:
+            self.slotrun = os.path.join(d, "slotrun")
+            with open(self.slotrun, "w") as f:
+                f.write("#!/bin/sh\nexec env " + " ".join(shlex.quote(f"{k}={v}") for k, v in sanitizers.items())
+                        + f" {shlex.quote(SR)} \"$@\"\n")
+            os.chmod(self.slotrun, 0o755)
         self.sshd = []
         for i in range(cl.n):
             conf = os.path.join(d, f"sshd_config.{i}")
@@ -68,7 +79,8 @@ class SshNodes:
     def launch(self, args):
         """launch.sh on node 0 (the login node), over our sshds."""
         return Proc(self.cl.prefix(0) + [LAUNCH, ",".join(self.cl.addrs), *args],
-                    env=clean_env({"SSH": f"ssh -F {self.client_config}", "SLOTRUN": SR}), inherit_env=False)
+                    env=clean_env({"SSH": f"ssh -F {self.client_config}", "SLOTRUN": self.slotrun}),
+                    inherit_env=False)
 
     def job_processes(self):
         """What runs on the nodes besides the sshds themselves."""
