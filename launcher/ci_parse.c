@@ -118,6 +118,19 @@ bool ci_host_ok(const char *h, size_t len)
 	return true;
 }
 
+/* Keeps a checked string value and the words that name it. */
+static int keep_str(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+
+	out->v = strdup(s);
+	if (!out->v)
+		return ci_oom(c);
+	out->set = true;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
 int ci_parse_host(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s)
 {
 	struct ci_quoted q;
@@ -127,12 +140,7 @@ int ci_parse_host(struct ci_ctx *c, struct ci_str *out, const char *name, const 
 	if (!ci_host_ok(s, strlen(s)) || strchr(s, ','))
 		return ci_fail(c, "%s '%s': expected the chief's host name or address (one: --addrs "
 			       "takes the list)", name, ci_quote(&q, s));
-	out->v = strdup(s);
-	if (!out->v)
-		return ci_oom(c);
-	out->set = true;
-	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
-	return 0;
+	return keep_str(c, out, name, s);
 }
 
 int ci_parse_nnodes(struct ci_ctx *c, struct ci_num *out, const char *name, const char *s)
@@ -188,12 +196,7 @@ int ci_parse_iface(struct ci_ctx *c, struct ci_str *out, const char *name, const
 	if (!iface_ok(s))
 		return ci_fail(c, "%s '%s': expected a network interface name (1..%d characters, "
 			       "no '/', ':' or whitespace)", name, ci_quote(&q, s), CI_IFACE_MAX);
-	out->v = strdup(s);
-	if (!out->v)
-		return ci_oom(c);
-	out->set = true;
-	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
-	return 0;
+	return keep_str(c, out, name, s);
 }
 
 /* ---- comma lists ---- */
