@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from harness import Proc, binary
+from harness import Proc, Skip, binary
 from netns import Cluster
 
 SR = binary("slotrun")
@@ -30,16 +30,15 @@ def clean_env(extra=None):
     return e
 
 
-def torch_missing():
-    """Why SYSTEM_PY cannot run the PyTorch examples, or None."""
+def need_torch():
+    """Skips unless SYSTEM_PY can run the PyTorch examples (gloo)."""
     if not os.path.exists(SYSTEM_PY):
-        return f"no {SYSTEM_PY}"
+        raise Skip(f"no {SYSTEM_PY}")
     r = subprocess.run([SYSTEM_PY, "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
                        capture_output=True, timeout=120)
     if r.returncode != 0:
         last = (r.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
-        return f"{SYSTEM_PY} has no PyTorch with gloo (Debian: python3-torch): {last}"
-    return None
+        raise Skip(f"{SYSTEM_PY} has no PyTorch with gloo (Debian: python3-torch): {last}")
 
 
 class WaitTimeout(AssertionError):

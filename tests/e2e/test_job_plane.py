@@ -19,7 +19,7 @@ import struct
 import time
 
 from harness import Skip, case, run
-from jobs import SYSTEM_PY, Job, clean_env, job_on, torch_missing
+from jobs import SYSTEM_PY, Job, clean_env, job_on, need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_CHECK = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_check.py")
@@ -505,9 +505,7 @@ def nccl_worker_all_reduce_across_three_nodes():
 
 @case
 def pytorch_ddp_across_three_nodes():
-    why = torch_missing()
-    if why:
-        raise Skip(why)
+    need_torch()
     with job_plane() as job:
         job.start_all([SYSTEM_PY, DDP_CHECK], env=env_for({"SLOTRUN_TIMEOUT": "120"}))
         job.expect_exit([0, 0, 0], timeout=240)

@@ -16,8 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 SIG_CHILD = os.path.join(HERE, "sig_child.py")
 # Keep the tests independent of the machine's scheduler environment.
-SCRUB = [k for k in os.environ if k.startswith(("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_"))] + \
-        ["RANK", "WORLD_SIZE", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"]
+SCRUB = [k for k in os.environ if k.startswith(("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_", "PET_"))] + \
+        ["RANK", "WORLD_SIZE", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX"]
 BASE_ENV = {"SLOTRUN_DET_INFO_DIR": "/nonexistent"}
 
 
@@ -113,6 +113,10 @@ def missing_command_is_127_said_once_nothing_started():
     assert code == 127, code
     assert out == b""
     assert err.count(b"no-such-command-xyz") == 1 and err.count(b"\n") == 1, err
+    # a script for python3 that is not there
+    code, out, err = slotrun("--slots", "4", "/nonexistent/train.py")
+    assert code == 127 and out == b"", (code, out)
+    assert err.count(b"train.py") == 1 and b"--no-python" in err and err.count(b"\n") == 1, err
 
 
 @case
@@ -356,21 +360,36 @@ def bad_flags_exit_2_and_start_nothing():
 def bad_clusterinfo_exits_2_naming_the_source():
     d = tempfile.mkdtemp()
     try:
+        marker = os.path.join(d, "ran")
         with open(os.path.join(d, "rendezvous.json"), "w") as f:
             f.write('{"container_addrs": ["10.0.0.1"], "container_rank": ')
         cases = [
-            ({"SLOTRUN_DET_INFO_DIR": d}, b"rendezvous.json"),
-            ({"SLURM_JOB_NODELIST": "gpu[01-", "SLURM_NODEID": "0"}, b"SLURM_JOB_NODELIST"),
-            ({"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_NODEID": "5"}, b"SLURM_NODEID"),
-            ({"SLOTRUN_SLOTS": "many"}, b"SLOTRUN_SLOTS"),
-            ({"SLOTRUN_NNODES": "2", "SLOTRUN_ADDRS": "a,b,c"}, b"SLOTRUN_"),
-            ({"DET_SLOT_IDS": "[0,x]"}, b"DET_SLOT_IDS"),
-            ({"C10D_PORT": "99999"}, b"C10D_PORT"),
+            ([], {"SLOTRUN_DET_INFO_DIR": d}, b"rendezvous.json"),
+            ([], {"SLURM_JOB_NODELIST": "gpu[01-", "SLURM_NODEID": "0"}, b"SLURM_JOB_NODELIST"),
+            ([], {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_NODEID": "5"}, b"SLURM_NODEID"),
+            ([], {"SLURM_NODEID": "0", "SLURM_STEP_NUM_TASKS": "4", "SLURM_STEP_NUM_NODES": "1"},
+             b"Slurm started 4 tasks on 1 node"),
+            ([], {"SLOTRUN_SLOTS": "many"}, b"SLOTRUN_SLOTS"),
+            ([], {"SLOTRUN_NNODES": "2", "SLOTRUN_ADDRS": "a,b,c"}, b"SLOTRUN_"),
+            ([], {"DET_SLOT_IDS": "[0,x]"}, b"DET_SLOT_IDS"),
+            ([], {"C10D_PORT": "99999"}, b"C10D_PORT"),
+            ([], {"PET_NNODES": "1:4"}, b"PET_NNODES '1:4'"),
+            ([], {"PET_NPROC_PER_NODE": "cpu"}, b"PET_NPROC_PER_NODE 'cpu'"),
+            ([], {"PET_NNODES": "2", "PET_NODE_RANK": "1"}, b"no source names their addresses"),
+            ([], {"PET_MASTER_ADDR": "a b"}, b"PET_MASTER_ADDR 'a b'"),
+            ([], {"JOB_COMPLETION_INDEX": "one"}, b"JOB_COMPLETION_INDEX 'one'"),
+            ([], {"JOB_COMPLETION_INDEX": "3", "SLOTRUN_ADDRS": "n[0-1]"}, b"JOB_COMPLETION_INDEX '3' is out of range"),
+            (["--nproc_per_node", "0"], {}, b"--nproc_per_node '0'"),
+            (["--nnodes", "2:3"], {}, b"--nnodes '2:3'"),
+            (["--master-addr", ""], {}, b"--master-addr ''"),
+            (["--master_addr", "a", "--addrs", "b,c", "--node-rank", "0"], {}, b"--master_addr 'a' disagrees"),
+            (["--addrs", "n[1-"], {}, b"--addrs 'n[1-'"),
         ]
-        for env, name in cases:
-            code, out, err = slotrun("--", "true", env=env)
-            assert code == 2, (env, code, err)
-            assert name in err and err.count(b"\n") == 1, (env, err)
+        for args, env, name in cases:
+            code, out, err = slotrun(*args, "--", "touch", marker, env=env)
+            assert code == 2, (args, env, code, err)
+            assert name in err and err.count(b"\n") == 1, (args, env, err)
+            assert not os.path.exists(marker), f"{args} {env} started the command"
     finally:
         shutil.rmtree(d)
 

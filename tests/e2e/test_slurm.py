@@ -10,9 +10,8 @@ only needs device files), so the number of workers too comes from Slurm
 
 Teardown kills, by pid, the daemons and every process whose environment
 names this cluster's slurm.conf (slurmstepd and what it started), on close,
-at exit and on SIGTERM/SIGINT.  Skips only where Slurm cannot run at all:
+at exit and on SIGTERM/SIGINT (harness.cleanup_at_exit).  Skips only where Slurm cannot run at all:
 not root, or slurm-wlm/munge not installed."""
-import atexit
 import os
 import shutil
 import signal
@@ -21,7 +20,7 @@ import subprocess
 import tempfile
 import uuid
 
-from harness import Proc, Skip, case, pid_alive, run, wait_for
+from harness import Proc, Skip, case, cleanup_at_exit, pid_alive, run, wait_for
 from jobs import SR, clean_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -77,6 +76,7 @@ class Slurm:
         self.procs = []
         self.conf = os.path.join(self.dir, "slurm.conf")
         self.closed = False
+        cleanup_at_exit(_close_all)
         _live.append(self)
         try:
             self._start()
@@ -235,19 +235,6 @@ def _close_all():
     for s in list(_live):
         s.close()
 
-
-def _on_signal(sig, frame):
-    signal.signal(sig, signal.SIG_IGN)
-    try:
-        _close_all()
-    finally:
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-
-
-atexit.register(_close_all)
-for _sig in (signal.SIGTERM, signal.SIGINT):
-    signal.signal(_sig, _on_signal)
 
 _cluster = None
 _cluster_error = None
