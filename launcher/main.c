@@ -1,5 +1,5 @@
-/* slotrun: options -> topology -> ClusterInfo -> interface -> slot plan ->
- * dry run, or spawn and supervise. */
+/* slotrun: options -> command -> topology -> ClusterInfo -> interface ->
+ * slot plan -> dry run, or spawn and supervise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -136,6 +136,8 @@ struct launch {
 	struct plan_secret secret;
 	struct plan plan;
 	struct plane_cfg plane;      /* several nodes: the job plane */
+	char **cmd;                  /* what each worker runs: o.argv, or with the
+	                              * interpreter before it (malloc'd then) */
 	char exec_path[PATH_MAX];    /* wrap_rank, or the command with --no-wrap */
 	struct rlimit nofile;        /* the fd limit workers get back */
 	char err[1024];
@@ -303,10 +305,29 @@ static void report_bindings(const struct launch *l)
 	}
 }
 
+/* A .py COMMAND runs as `python3 COMMAND...`, as under torchrun. */
+static int build_command(struct launch *l)
+{
+	int n = 0;
+
+	if (!l->o.interpreter) {
+		l->cmd = l->o.argv;
+		return GO_ON;
+	}
+	while (l->o.argv[n])
+		n++;
+	l->cmd = calloc((size_t)n + 2, sizeof(char *));
+	if (!l->cmd)
+		return fail(1, "out of memory");
+	l->cmd[0] = (char *)l->o.interpreter;
+	memcpy(l->cmd + 1, l->o.argv, (size_t)n * sizeof(char *));
+	return GO_ON;
+}
+
 static int dry_run(const struct launch *l)
 {
 	for (int i = 0; i < l->plan.nslots; i++) {
-		char *row = plan_slot_json(&l->plan, i);
+		char *row = plan_slot_json(&l->plan, i, l->cmd);
 		if (row)
 			puts(row);
 		free(row);
@@ -346,10 +367,18 @@ static int make_log_dir(struct launch *l)
 /* Said once here, rather than by every wrap_rank. */
 static int find_executables(struct launch *l)
 {
-	int r = spawn_resolve(l->o.argv[0], getenv("PATH"), l->exec_path, sizeof(l->exec_path));
+	int r;
 
+	if (l->o.interpreter && access(l->o.argv[0], R_OK) < 0) {
+		int e = errno;
+
+		snprintf(l->err, sizeof(l->err), "cannot run '%s' with %s: %s (use --no-python to run "
+			 "it as a command)", l->o.argv[0], l->o.interpreter, strerror(e));
+		return fail(e == EACCES ? 126 : 127, l->err);
+	}
+	r = spawn_resolve(l->cmd[0], getenv("PATH"), l->exec_path, sizeof(l->exec_path));
 	if (r < 0) {
-		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->o.argv[0],
+		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0],
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
 	}
@@ -401,7 +430,7 @@ static int run(struct launch *l)
 		return code;
 	return runner_run(&(struct runner_cfg){
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
-		.wrapped = !l->o.no_wrap, .cmd = l->o.argv, .base_env = environ,
+		.wrapped = !l->o.no_wrap, .cmd = l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
 		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
@@ -412,6 +441,8 @@ static int run(struct launch *l)
 
 static void launch_free(struct launch *l)
 {
+	if (l->cmd != l->o.argv)
+		free(l->cmd);
 	plan_free(&l->plan);
 	ci_free(&l->ci);
 	if (l->topo)
@@ -425,6 +456,8 @@ int main(int argc, char **argv)
 
 	hold_std_fds();
 	code = parse_options(&l, argc, argv);
+	if (code == GO_ON)
+		code = build_command(&l);
 	if (code == GO_ON)
 		code = open_topology(&l);
 	if (code == GO_ON)

@@ -203,10 +203,10 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 	out->kind = PLAN_SECRET_DERIVED;
 }
 
-char *plan_slot_json(const struct plan *p, int i)
+char *plan_slot_json(const struct plan *p, int i, char *const *cmd)
 {
 	const struct plan_slot *s = &p->slots[i];
-	json_t *env = json_object(), *row;
+	json_t *env = json_object(), *row, *argv = NULL;
 	char *out;
 
 	for (char **e = s->env; *e; e++) {
@@ -217,10 +217,17 @@ char *plan_slot_json(const struct plan *p, int i)
 		json_object_set_new(env, name, json_string(strcmp(name, PLAN_SECRET_VAR) == 0 ?
 							   "<secret>" : eq + 1));
 	}
-	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o}", "rank", s->rank, "local_rank",
+	if (cmd) {
+		argv = json_array();
+		for (; *cmd; cmd++) {
+			json_t *a = json_string(*cmd);
+			json_array_append_new(argv, a ? a : json_string("<not UTF-8>"));
+		}
+	}
+	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o, s:o*}", "rank", s->rank, "local_rank",
 			s->local_rank, "node_rank", p->node_rank, "gpu", s->place.gpu,
 			"cpus", s->place.cpus ? s->place.cpus : "",
-			"numa", s->place.numa ? s->place.numa : "", "env", env);
+			"numa", s->place.numa ? s->place.numa : "", "env", env, "command", argv);
 	if (!row)
 		return NULL;
 	out = json_dumps(row, JSON_COMPACT);

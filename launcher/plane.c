@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster_info.h"
 #include "sock.h"
 
 /* A peer that stops reading gets this much queued before it counts as lost. */
@@ -52,6 +53,8 @@ struct plane {
 	bool ended;
 	struct event *ev_tick;
 	double interval;
+	char **hosts;             /* per node, for messages: cfg->addrs, where one
+	                           * is unknown the address it joined from */
 	struct conn *conns;       /* every open connection */
 	struct conn *dead;        /* closed, freed at the next tick or at close */
 	/* chief */
@@ -97,7 +100,19 @@ static void say(const char *fmt, ...)
 
 static const char *host_of(const struct plane *p, int node)
 {
-	return p->cfg->addrs[node];
+	return p->hosts[node];
+}
+
+/* A node whose address no source named is called by the one it joined
+ * from (the chief's view) or joins with (its own view). */
+static void learn_host(struct plane *p, int node, const char *addr)
+{
+	char *copy;
+
+	if (ci_addr_known(p->hosts[node]) || !ci_addr_known(addr) || !(copy = strdup(addr)))
+		return;
+	free(p->hosts[node]);
+	p->hosts[node] = copy;
 }
 
 /* ---- Connections ---- */
@@ -390,6 +405,7 @@ static void chief_join(struct conn *c, const unsigned char *frame, size_t len, c
 	if (!a.abort) {
 		c->node = m->join.node_rank; /* in range: plane_coord_join checked */
 		p->by_node[c->node] = c;
+		learn_host(p, c->node, m->join.host[0] ? m->join.host : c->peer);
 	}
 	apply(p, &a, c);
 }
@@ -550,6 +566,15 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 			return;
 		}
 		snprintf(j.version, sizeof(j.version), "%s", SLOTRUN_VERSION);
+		if (!ci_addr_known(host_of(p, g->node_rank))) {
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+			char mine[64];
+
+			if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+			    sock_addr_host((struct sockaddr *)&ss, mine, sizeof(mine)) == 0)
+				learn_host(p, g->node_rank, mine);
+		}
 		snprintf(j.host, sizeof(j.host), "%s", host_of(p, g->node_rank));
 		auth_nonce(c->nonce);
 		memcpy(c->peer_nonce, m.nonce, AUTH_NONCE_LEN);
@@ -855,7 +880,13 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 			     .chief = cfg->node_rank == 0, .retry_delay = 0.05 };
 	p->interval = cfg->hb_timeout / PLANE_HB_PER_TIMEOUT;
 	p->ev_tick = event_new(base, -1, EV_PERSIST, on_tick, p);
-	if (!p->ev_tick) {
+	p->hosts = calloc((size_t)cfg->nnodes, sizeof(char *));
+	for (int k = 0; p->hosts && k < cfg->nnodes && p->ev_tick; k++)
+		if (!(p->hosts[k] = strdup(cfg->addrs[k]))) {
+			event_free(p->ev_tick);    /* out of memory: fail below */
+			p->ev_tick = NULL;
+		}
+	if (!p->ev_tick || !p->hosts) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -866,7 +897,7 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 	if (p->chief) {
 		p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
 						    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
-						    .addrs = cfg->addrs, .join_timeout = cfg->join_timeout,
+						    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
 						    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
 		p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 		if (!p->by_node || plane_coord_init(&p->coord, &p->ccfg) < 0) {
@@ -1014,5 +1045,8 @@ void plane_close(struct plane *p)
 	if (p->chief)
 		plane_coord_free(&p->coord);
 	free(p->by_node);
+	for (int k = 0; p->hosts && k < p->cfg->nnodes; k++)
+		free(p->hosts[k]);
+	free(p->hosts);
 	free(p);
 }

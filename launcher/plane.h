@@ -29,7 +29,9 @@
 
 struct plane_cfg {
 	int nnodes, node_rank;
-	char *const *addrs;         /* chief first */
+	char *const *addrs;         /* chief first; CI_ADDR_UNKNOWN ("?") where no
+	                             * source named one: the plane then calls the
+	                             * node by the address it joined from */
 	const int *slot_counts;     /* per node */
 	int world_size;
 	int control_port;

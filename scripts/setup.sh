@@ -4,12 +4,16 @@
 set -euo pipefail
 
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
-	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
+	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
-# CPU PyTorch, for /usr/bin/python3) and read a hung worker's stack
-# (elfutils' eu-stack).
-SLOTRUN_TEST_PACKAGES=(python3-torch elfutils)
+# CPU PyTorch, for /usr/bin/python3), read a hung worker's stack (elfutils'
+# eu-stack), slotrun under a private one-node Slurm (slurm-wlm with its
+# munge; `apt-get install -s` installs them without questions, and Debian
+# starts no daemon where policy-rc.d forbids), examples/ssh/launch.sh
+# against an sshd in each namespace node (openssh-server), and render the
+# man pages (man-db).
+SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {

@@ -124,7 +124,7 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 
 	fake_env = NULL;
 	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
-	row = plan_slot_json(&p, 0);
+	row = plan_slot_json(&p, 0, NULL);
 	cr_assert_null(strstr(row, "topsecret"));
 	cr_assert_null(strchr(row, '\n'), "one line");
 	o = json_loads(row, 0, &je);
@@ -134,11 +134,14 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 	cr_assert_str_eq(json_string_value(json_object_get(o, "gpu")), "1");
 	cr_assert_str_eq(json_string_value(json_object_get(o, "cpus")), "0-1");
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "env"), PLAN_SECRET_VAR)), "<secret>");
+	cr_assert_null(json_object_get(o, "command"), "left out without a command");
 	json_decref(o);
 	free(row);
-	row = plan_slot_json(&p, 1);
+	row = plan_slot_json(&p, 1, (char *const[]){ "python3", "train.py", NULL });
 	o = json_loads(row, 0, &je);
 	cr_assert(json_is_null(json_object_get(o, "gpu")), "no GPU is null");
+	cr_assert_eq(json_array_size(json_object_get(o, "command")), 2);
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "command"), 1)), "train.py");
 	json_decref(o);
 	free(row);
 	plan_free(&p);
