@@ -8,13 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "io.h"
 #include "line_splitter.h"
 #include "status.h"
@@ -120,38 +120,16 @@ static long long now_ms(void)
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-/* Child side of fork: never returns.  The command leads its own process
- * group so that a forwarded signal reaches it (and what it started) exactly
- * once, even when the sender signalled wrap_rank's whole group. */
-static void exec_child(const struct wrap_opts *o, pid_t parent, pid_t parent_pgrp,
-		       int out_w, int err_w, int status_w, const sigset_t *mask,
-		       const struct sigaction *pipe_act)
+/* The command's own step in the child: an interactive command stays in
+ * the terminal's foreground (SIGTTOU is blocked here, so tcsetpgrp does
+ * not stop us). */
+static int keep_foreground(void *ctx)
 {
-	sigset_t fwd;
-	int e;
+	pid_t parent_pgrp = *(pid_t *)ctx;
 
-	sigemptyset(&fwd);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaddset(&fwd, forwarded[i]);
-	setpgid(0, 0);
-	/* Keep an interactive command in the terminal's foreground (SIGTTOU
-	 * is blocked here, so tcsetpgrp does not stop us). */
 	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == parent_pgrp)
 		(void)tcsetpgrp(STDIN_FILENO, getpid());
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(128 + SIGKILL);
-	if (dup2(out_w, STDOUT_FILENO) < 0 || dup2(err_w, STDERR_FILENO) < 0)
-		goto fail;
-	sigaction(SIGPIPE, pipe_act, NULL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	/* The command must see the signals we forward even if wrap_rank was
-	 * started with them blocked. */
-	sigprocmask(SIG_UNBLOCK, &fwd, NULL);
-	execvp(o->argv[0], o->argv);
-fail:
-	e = errno;
-	(void)!write(status_w, &e, sizeof(e));
-	_exit(e == ENOENT ? 127 : 126);
+	return 0;
 }
 
 int wrap_run(const struct wrap_opts *o)
@@ -160,12 +138,13 @@ int wrap_run(const struct wrap_opts *o)
 	struct stream streams[2];
 	sigset_t block, orig_mask;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, orig_pipe;
-	int pout[2], perr[2], pst[2], sfd, status = 0, exec_errno = 0;
-	pid_t parent = getpid(), pgrp = getpgrp(), pid;
+	struct child_spec spec;
+	sigset_t child_mask;
+	int pout[2], perr[2], sfd, report, e, status = 0, exec_errno = 0;
+	pid_t pgrp = getpgrp(), pid;
 	bool reaped = false;
 	long long linger_end = 0;
 	char prefix[LS_PREFIX_MAX];
-	ssize_t n;
 
 	sigemptyset(&block);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
@@ -177,8 +156,7 @@ int wrap_run(const struct wrap_opts *o)
 	sigaction(SIGPIPE, &ign, &orig_pipe);
 
 	sfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
-	    pipe2(pst, O_CLOEXEC) < 0) {
+	if (sfd < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0) {
 		fprintf(stderr, "wrap_rank: cannot set up pipes: %s\n", strerror(errno));
 		return 1;
 	}
@@ -188,21 +166,25 @@ int wrap_run(const struct wrap_opts *o)
 	(void)fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
 	(void)fcntl(o->out_fd, F_SETPIPE_SZ, 1 << 20);
 
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "wrap_rank: cannot fork: %s\n", strerror(errno));
-		return 1;
-	}
-	if (pid == 0)
-		exec_child(o, parent, pgrp, pout[1], perr[1], pst[1], &orig_mask, &orig_pipe);
-
-	(void)setpgid(pid, pid); /* both sides set it: whichever runs first wins the race */
+	/* The command leads its own process group so that a forwarded signal
+	 * reaches it (and what it started) exactly once, even when the sender
+	 * signalled wrap_rank's whole group.  It must see the signals we
+	 * forward even if wrap_rank was started with them blocked. */
+	child_mask = orig_mask;
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigdelset(&child_mask, forwarded[i]);
+	spec = (struct child_spec){
+		.argv = o->argv, .mask = &child_mask, .sigpipe = &orig_pipe, .death_signal = SIGKILL,
+		.stdio = { -1, pout[1], perr[1] }, .prepare = keep_foreground, .ctx = &pgrp,
+	};
+	e = child_start(&spec, &pid, &report);
 	close(pout[1]);
 	close(perr[1]);
-	close(pst[1]);
-	n = io_read(pst[0], &exec_errno, sizeof(exec_errno));
-	close(pst[0]);
-	if (n == (ssize_t)sizeof(exec_errno)) {
+	if (e < 0) {
+		fprintf(stderr, "wrap_rank: cannot fork: %s\n", strerror(-e));
+		return 1;
+	}
+	if (child_read_report(report, &exec_errno) != CHILD_OK) {
 		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
 			o->argv[0], strerror(exec_errno));
 		close(pout[0]);
