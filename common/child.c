@@ -55,20 +55,30 @@ static noreturn void child(const struct child_spec *s, pid_t parent, int report_
 	fail(report_w, CHILD_EXEC, errno);
 }
 
+pid_t child_fork_pipe(int p[2])
+{
+	pid_t pid;
+	int e;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid >= 0)
+		return pid;
+	e = errno;
+	close(p[0]);
+	close(p[1]);
+	return -e;
+}
+
 int child_start(const struct child_spec *s, pid_t *pid, int *report_fd)
 {
 	pid_t parent = getpid();
 	int p[2];
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	*pid = fork();
-	if (*pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
+	*pid = child_fork_pipe(p);
+	if (*pid < 0)
+		return (int)*pid;
 	if (*pid == 0)
 		child(s, parent, p[1]);
 	/* Both sides set the group, so signals sent right after fork already

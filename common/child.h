@@ -40,6 +40,11 @@ struct child_spec {
 	void *ctx;
 };
 
+/* fork(2), with a CLOEXEC pipe made first for the two sides to talk over
+ * (p[0] to read, p[1] to write; each side closes the end it does not use).
+ * Returns the child's pid, 0 in the child, or -errno with nothing open. */
+pid_t child_fork_pipe(int p[2]);
+
 /* Forks and execs.  On success *pid is the child, which leads its own
  * process group, and *report_fd the read end of its report pipe (for
  * child_read_report).  Returns 0 or -errno (nothing was started). */

@@ -133,15 +133,9 @@ static int start_guard(const struct wrap_opts *o, const sigset_t *cmd_mask,
 	int msg[2], n = 0;
 	ssize_t got;
 
-	if (pipe2(msg, O_CLOEXEC) < 0)
-		return -errno;
-	*guard = fork();
-	if (*guard < 0) {
-		int e = errno;
-		close(msg[0]);
-		close(msg[1]);
-		return -e;
-	}
+	*guard = child_fork_pipe(msg);
+	if (*guard < 0)
+		return (int)*guard;
 	if (*guard == 0) {
 		while (close_fds[n] >= 0)
 			n++;
