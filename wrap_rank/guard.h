@@ -56,7 +56,7 @@ struct guard_msg {
 	int stage;
 	int err;
 	int status;
-	bool alone;
+	int alone;            /* a bool; an int, so the message has no padding */
 };
 
 struct guard_cfg {
