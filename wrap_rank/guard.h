@@ -15,10 +15,11 @@
  * parent-death signal now follows slotrun, and it goes on watching.
  *
  * Other ways were tried (README, "Containment"): a cgroup with cgroup.kill
- * and a PID namespace per worker contain as well, but need privileges a
- * trial's container or a user's ssh session does not have (creating the
- * cgroup, CLONE_NEWPID), the namespace changes the pids a worker sees, and
- * each still needs a watcher outside slotrun when slotrun gets SIGKILL.
+ * needs the right to create one (a trial's container or a user's ssh
+ * session does not have it) and still a watcher outside slotrun to kill it
+ * when slotrun gets SIGKILL; a PID namespace per worker needs CAP_SYS_ADMIN,
+ * changes the pids the worker sees, and kills what a rank leaves running at
+ * the rank's end instead of the job's.
  *
  * The guard's rules.  It blocks every signal and acts on a change of its
  * parent (its parent-death signal, SIGTERM, wakes it; any other signal
