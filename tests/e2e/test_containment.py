@@ -5,6 +5,7 @@ fork (orphaned), setsid (a session of its own); with wrap_rank and with
 --no-wrap.  Processes are found by a marker in their environment, which
 every descendant inherits; waits are on conditions with deadlines."""
 
+import contextlib
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ SR = binary("slotrun")
 WR = binary("wrap_rank")
 PY = sys.executable
 SLOTS = 2
+NO_LOGS = {"WRAP_RANK_LOG_DIR": "/nonexistent"}  # wrap_rank by hand never redirects
 
 
 def stat_of(pid):
@@ -66,6 +68,18 @@ def kill_all(pids):
             pass
 
 
+@contextlib.contextmanager
+def running(argv, tag, environ=None, env=None):
+    """A Proc whose marked processes are all gone afterwards, whatever the
+    test found."""
+    p = Proc(argv, environ=environ, env={"CONTAIN_TEST": tag, **(env or {})})
+    try:
+        yield p
+    finally:
+        p.kill()
+        kill_all(marked(tag))
+
+
 def sigkill_slotrun_and_expect_nothing_left(p, tag):
     os.kill(p.pid, signal.SIGKILL)
     p.p.wait(10)
@@ -105,15 +119,11 @@ def escape_case(escape, wrap):
     script, name, escaped = ESCAPES[escape]
     tag = f"{escape}{'-nowrap' if not wrap else ''}-{os.getpid()}"
     args = ["--slots", str(SLOTS), "--grace", "30"] + ([] if wrap else ["--no-wrap"])
-    p = Proc([SR, *args, "--", "sh", "-c", script], environ=job_env({"CONTAIN_TEST": tag}))
-    try:
+    with running([SR, *args, "--", "sh", "-c", script], tag, environ=job_env()) as p:
         wait_for(lambda: len(marked(tag, name)) == SLOTS, 20, f"{SLOTS} processes running {name!r}")
         for pid in marked(tag, name):
             assert escaped(pid), f"{name} did not escape as meant: {stat_of(pid)}"
         sigkill_slotrun_and_expect_nothing_left(p, tag)
-    finally:
-        p.kill()
-        kill_all(marked(tag))
 
 
 def _make(escape, wrap):
@@ -137,8 +147,7 @@ def leftover_case(wrap):
     script = ("if [ $RANK = 0 ]; then setsid sleep 1045 </dev/null >/dev/null 2>&1 & exit 0; fi; "
               "exec sleep 1099")
     args = ["--slots", "2"] + ([] if wrap else ["--no-wrap"])
-    p = Proc([SR, *args, "--", "sh", "-c", script], environ=job_env({"CONTAIN_TEST": tag}))
-    try:
+    with running([SR, *args, "--", "sh", "-c", script], tag, environ=job_env()) as p:
         wait_for(lambda: marked(tag, "sleep 1045") and marked(tag, "sleep 1099"), 20, "the daemon and rank 1")
         # rank 0's wrap_rank has exited; what is left of it is one process,
         # its guard, now slotrun's
@@ -147,9 +156,6 @@ def leftover_case(wrap):
         assert stat_of(guard)[1] == p.pid, "the guard was adopted by slotrun"
         assert p.p.poll() is None
         sigkill_slotrun_and_expect_nothing_left(p, tag)
-    finally:
-        p.kill()
-        kill_all(marked(tag))
 
 
 @case
@@ -168,30 +174,22 @@ def leftovers_are_still_stopped_at_a_normal_end():
     # successful rank is stopped and slotrun exits 0, promptly
     tag = f"sweep-{os.getpid()}"
     t0 = time.monotonic()
-    p = Proc([SR, "--slots", "2", "--", "sh", "-c", "setsid sleep 1046 </dev/null >/dev/null 2>&1 & exit 0"],
-             environ=job_env({"CONTAIN_TEST": tag}))
-    try:
+    with running([SR, "--slots", "2", "--", "sh", "-c", "setsid sleep 1046 </dev/null >/dev/null 2>&1 & exit 0"],
+                 tag, environ=job_env()) as p:
         assert p.finish(20) == 0, p.err
         assert time.monotonic() - t0 < 10, "the sweep waited out the grace"
         assert not marked(tag)
-    finally:
-        p.kill()
-        kill_all(marked(tag))
 
 
 @case
 def wrap_rank_killed_takes_everything_its_command_started():
     tag = f"wr-{os.getpid()}"
-    p = Proc([WR, "0", "sh", "-c", "setsid sleep 1047 & (sleep 1048 &); sleep 1049 & exec sleep 1099"],
-             env={"CONTAIN_TEST": tag, "WRAP_RANK_LOG_DIR": "/nonexistent"})
-    try:
+    with running([WR, "0", "sh", "-c", "setsid sleep 1047 & (sleep 1048 &); sleep 1049 & exec sleep 1099"],
+                 tag, env=NO_LOGS) as p:
         wait_for(lambda: all(marked(tag, f"sleep {n}") for n in (1047, 1048, 1049, 1099)), 10, "all four")
         p.kill()
         p.p.wait(10)
         wait_for(lambda: not marked(tag), 10, "everything the command started to die with wrap_rank")
-    finally:
-        p.kill()
-        kill_all(marked(tag))
 
 
 @case
@@ -200,16 +198,12 @@ def wrap_rank_by_hand_leaves_background_processes_as_without_it():
     # exit does not stop what the command left running: it cannot know when
     # that should end
     tag = f"wrbg-{os.getpid()}"
-    p = Proc([WR, "0", "sh", "-c", "setsid sleep 1050 </dev/null >/dev/null 2>&1 & exit 0"],
-             env={"CONTAIN_TEST": tag, "WRAP_RANK_LOG_DIR": "/nonexistent"})
-    try:
+    with running([WR, "0", "sh", "-c", "setsid sleep 1050 </dev/null >/dev/null 2>&1 & exit 0"],
+                 tag, env=NO_LOGS) as p:
         assert p.finish(10) == 0
         (daemon,) = wait_for(lambda: marked(tag, "sleep 1050"), 10, "the daemon")
         wait_for(lambda: not marked(tag, prog="wrap_rank"), 10, "the guard to let go")
         assert stat_of(daemon)[0] != "Z"
-    finally:
-        p.kill()
-        kill_all(marked(tag))
 
 
 run()
