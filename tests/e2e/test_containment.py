@@ -151,11 +151,14 @@ def leftover_case(wrap):
     args = ["--slots", "2"] + ([] if wrap else ["--no-wrap"])
     with running([SR, *args, "--", "sh", "-c", script], tag, environ=job_env()) as p:
         wait_for(lambda: marked(tag, "sleep 1045") and marked(tag, "sleep 1099"), 20, "the daemon and rank 1")
-        # rank 0's wrap_rank has exited; what is left of it is one process,
-        # its guard, now slotrun's
-        wait_for(lambda: len(marked(tag, prog="wrap_rank", rank=0)) == 1, 10, "rank 0's wrap_rank to exit")
-        (guard,) = marked(tag, prog="wrap_rank", rank=0)
-        assert stat_of(guard)[1] == p.pid, "the guard was adopted by slotrun"
+        # rank 0's wrap_rank exits; what is left of it is one process, its
+        # guard, which slotrun adopts (wrap_rank's environment goes before its
+        # children move: wait for both)
+        def adopted():
+            left = marked(tag, prog="wrap_rank", rank=0)
+            return len(left) == 1 and (stat_of(left[0]) or (0, 0))[1] == p.pid
+
+        wait_for(adopted, 10, "rank 0's wrap_rank to exit and slotrun to adopt its guard")
         assert p.p.poll() is None
         sigkill_slotrun_and_expect_nothing_left(p, tag)
 
