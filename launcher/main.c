@@ -139,6 +139,7 @@ struct launch {
 	char **cmd;                  /* what each worker runs: o.argv, or with the
 	                              * interpreter before it (malloc'd then) */
 	char exec_path[PATH_MAX];    /* wrap_rank, or the command with --no-wrap */
+	char **guarded;              /* --no-wrap: wrap_rank --no-prefix ... COMMAND, or NULL */
 	struct rlimit nofile;        /* the fd limit workers get back */
 	char err[1024];
 };
@@ -364,6 +365,34 @@ static int make_log_dir(struct launch *l)
 	return GO_ON;
 }
 
+/* --no-wrap still runs COMMAND under wrap_rank, with --no-prefix: no
+ * prefix and no pipe of its own (COMMAND writes into slotrun's pipes), only
+ * its guard, without which what COMMAND starts would outlive a slotrun
+ * killed with SIGKILL (README, "Containment").  Without a wrap_rank to be
+ * found COMMAND runs directly, and that is said once. */
+static int guard_no_wrap(struct launch *l)
+{
+	static char *opts[] = { "--no-redirect-stdio", "--no-prefix", "RANK", "--" };
+	size_t nopt = sizeof(opts) / sizeof(opts[0]), n = 0;
+	char path[PATH_MAX];
+
+	if (find_wrap_rank(path, sizeof(path)) < 0) {
+		fprintf(stderr, "slotrun: warning: wrap_rank not found: with --no-wrap only COMMAND itself "
+			"dies with slotrun, not what it starts in the background\n");
+		return GO_ON;
+	}
+	while (l->cmd[n])
+		n++;
+	l->guarded = calloc(n + nopt + 2, sizeof(char *));
+	if (!l->guarded)
+		return fail(1, "out of memory");
+	l->guarded[0] = "wrap_rank";
+	memcpy(l->guarded + 1, opts, sizeof(opts));
+	memcpy(l->guarded + 1 + nopt, l->cmd, n * sizeof(char *));
+	snprintf(l->exec_path, sizeof(l->exec_path), "%s", path);
+	return GO_ON;
+}
+
 /* Said once here, rather than by every wrap_rank. */
 static int find_executables(struct launch *l)
 {
@@ -382,7 +411,9 @@ static int find_executables(struct launch *l)
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
 	}
-	if (!l->o.no_wrap && find_wrap_rank(l->exec_path, sizeof(l->exec_path)) < 0)
+	if (l->o.no_wrap)
+		return guard_no_wrap(l);
+	if (find_wrap_rank(l->exec_path, sizeof(l->exec_path)) < 0)
 		return fail(127, "cannot find wrap_rank beside slotrun or on PATH "
 			    "(set SLOTRUN_WRAP_RANK, or use --no-wrap)");
 	return GO_ON;
@@ -430,7 +461,7 @@ static int run(struct launch *l)
 		return code;
 	return runner_run(&(struct runner_cfg){
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
-		.wrapped = !l->o.no_wrap, .cmd = l->cmd, .base_env = environ,
+		.wrapped = !l->o.no_wrap, .cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
 		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
@@ -443,6 +474,7 @@ static void launch_free(struct launch *l)
 {
 	if (l->cmd != l->o.argv)
 		free(l->cmd);
+	free(l->guarded);
 	plan_free(&l->plan);
 	ci_free(&l->ci);
 	if (l->topo)

@@ -14,6 +14,7 @@ struct envb {
 	bool oom;
 };
 
+__attribute__((format(printf, 3, 4)))
 static void put(struct envb *b, const char *name, const char *fmt, ...)
 {
 	char *s = NULL, *val = NULL;

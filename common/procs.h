@@ -1,5 +1,6 @@
 /* Descendants of a process, found by walking /proc.  Used to stop strays:
- * processes that left the workers' process groups (setsid, daemonized). */
+ * processes that left the workers' process groups (setsid, daemonized):
+ * slotrun's, and those of wrap_rank's guard when slotrun dies. */
 #ifndef SLOTRUN_PROCS_H
 #define SLOTRUN_PROCS_H
 
@@ -15,5 +16,13 @@ int procs_signal_descendants(pid_t root, int sig);
  * (most often the oldest: wrap_rank, its command, what that started).
  * Returns how many, or a negative errno. */
 int procs_tree(pid_t root, pid_t *pids, int max);
+
+/* SIGKILLs every descendant of the calling process and reaps its children
+ * until none is left.  The caller must be a child subreaper: then every
+ * live descendant has an ancestor that is our child, orphans come back to
+ * us, and "no child left" (ECHILD) means nothing is left below us, however
+ * a process forked meanwhile.  Returns 0, or the negative errno of
+ * procs_signal_descendants (then nothing was done). */
+int procs_kill_subtree(void);
 
 #endif

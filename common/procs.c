@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -154,4 +155,22 @@ int procs_tree(pid_t root, pid_t *pids, int max)
 		pids[k++] = all[i];
 	free(all);
 	return k;
+}
+
+int procs_kill_subtree(void)
+{
+	pid_t self = getpid();
+
+	for (;;) {
+		int n = procs_signal_descendants(self, SIGKILL);
+
+		if (n < 0)
+			return n;
+		/* One death at least is coming (everything found was killed);
+		 * a process forked after the walk is found by the next one. */
+		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+			return 0;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
 }
