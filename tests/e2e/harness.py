@@ -8,6 +8,7 @@ import atexit
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -208,6 +209,23 @@ def cleanup_at_exit(fn):
             continue
         _prev[sig] = cur
         signal.signal(sig, _on_signal)
+
+
+def free_ports(n):
+    """n distinct loopback ports free right now (held together while they
+    are chosen, so none comes twice)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port():
+    return free_ports(1)[0]
 
 
 def run_cmd(argv, timeout=30.0, env=None, **kw):

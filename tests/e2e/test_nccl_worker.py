@@ -11,17 +11,11 @@ import struct
 import subprocess
 import time
 
-from harness import Proc, Skip, binary, case, run, run_cmd, wait_for
+from harness import Proc, Skip, binary, case, free_port, run, run_cmd, wait_for
 
 NW = binary("nccl_worker")
 CHECK = binary("comm_check")
 TIMEOUT = 6  # SLOTRUN_TIMEOUT for the failure tests, seconds
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rank_env(r, n, port, secret="e2e-secret", timeout=60, **extra):

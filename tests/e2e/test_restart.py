@@ -7,11 +7,10 @@ import json
 import os
 import re
 import signal
-import socket
 import tempfile
 import time
 
-from harness import Proc, binary, case, job_env, pids_with_env, run
+from harness import Proc, binary, case, free_port, job_env, pids_with_env, run
 
 SR = binary("slotrun")
 NW = binary("nccl_worker")
@@ -152,12 +151,6 @@ def every_attempt_gets_its_own_rendezvous_secret():
     assert code == 0, err
     secrets = re.findall(r"^\[rank=0\] secret (\S+)$", out, re.M)
     assert len(secrets) == 2 and secrets[1] == secrets[0] + ".attempt-1", secrets
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 MODEL = ["--steps", "12", "--grad-bytes", "16K", "--global-batch-size", "99"]

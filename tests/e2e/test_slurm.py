@@ -15,28 +15,16 @@ not root, or slurm-wlm/munge not installed."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import uuid
 
-from harness import Proc, Skip, case, cleanup_at_exit, pid_alive, run, wait_for
+from harness import Proc, Skip, case, cleanup_at_exit, free_ports, pid_alive, run, wait_for
 from jobs import SR, clean_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLE = os.path.join(HERE, "..", "..", "examples", "slurm", "slotrun.sbatch")
 DAEMONS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "sinfo")
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def pids_with_env(entry):

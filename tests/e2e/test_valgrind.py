@@ -13,11 +13,10 @@ import os
 import re
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 
-from harness import Proc, Skip, binary, case, job_env, run
+from harness import Proc, Skip, binary, case, free_ports, job_env, run
 
 SR = binary("slotrun")
 WR = binary("wrap_rank")
@@ -70,17 +69,6 @@ class Memcheck:
                 bad.append(f"--- {name}\n{text}")
         shutil.rmtree(self.dir)
         assert not bad, "memcheck findings:\n" + "\n".join(bad)[-20000:]
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 @case
