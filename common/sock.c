@@ -206,6 +206,13 @@ int sock_listen(const struct sockaddr *sa, socklen_t salen, int backlog, int buf
 
 	if (fd < 0)
 		return -errno;
+	/* an IPv6 wildcard takes IPv4 too, whatever net.ipv6.bindv6only says */
+	if (sa->sa_family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &(int){ 0 }, sizeof(int)) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    sock_tune(fd, bufbytes) < 0 || bind(fd, sa, salen) < 0 || listen(fd, backlog) < 0) {
 		r = -errno;

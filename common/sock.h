@@ -48,8 +48,9 @@ int sock_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
 int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64_t deadline_ns,
 		 int *fd);
 
-/* A listening, CLOEXEC, non-blocking TCP socket on sa (SO_REUSEADDR), tuned
- * with sock_tune(bufbytes) so that accepted sockets inherit it.  Port 0 lets
+/* A listening, CLOEXEC, non-blocking TCP socket on sa (SO_REUSEADDR; an
+ * IPv6 one takes IPv4 too), tuned with sock_tune(bufbytes) so that accepted
+ * sockets inherit it.  Port 0 lets
  * the kernel choose; sock_local_port() tells which. */
 int sock_listen(const struct sockaddr *sa, socklen_t salen, int backlog, int bufbytes, int *fd);
 

@@ -193,6 +193,12 @@ static int load_rendezvous(struct ci_ctx *c, struct ci_found *d, const char *dir
 	if (r < 0 || !root)
 		return r;
 	r = json_num(c, root, file, "container_rank", 0, CI_MAX_NODES - 1, &d->node_rank);
+	/* null is Go's nil slice (absent); [] claims a job of no container,
+	 * which no trial is: it would silently run as a single node */
+	addrs = json_object_get(root, "container_addrs");
+	if (r == 0 && json_is_array(addrs) && json_array_size(addrs) == 0)
+		r = ci_fail(c, "%s: container_addrs is empty: expected the address of every container of "
+			    "the trial, this one's included", file);
 	if (r == 0)
 		r = json_list(c, root, file, "container_addrs", CI_MAX_NODES, &addrs);
 	if (r == 0 && addrs) {

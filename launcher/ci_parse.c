@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostlist.h"
 #include "io.h"
 
 /* ---- messages ---- */
@@ -112,9 +113,63 @@ bool ci_host_ok(const char *h, size_t len)
 	if (len == 0 || len > CI_HOST_MAX || h[0] == '-')
 		return false;
 	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)h[i] <= 0x20 || (unsigned char)h[i] >= 0x7f)
+		if ((unsigned char)h[i] <= 0x20 || (unsigned char)h[i] >= 0x7f || h[i] == '?')
 			return false;
 	return true;
+}
+
+/* Keeps a checked string value and the words that name it. */
+static int keep_str(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+
+	out->v = strdup(s);
+	if (!out->v)
+		return ci_oom(c);
+	out->set = true;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
+}
+
+int ci_parse_host(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+
+	if (!s)
+		return 0;
+	if (!ci_host_ok(s, strlen(s)) || strchr(s, ','))
+		return ci_fail(c, "%s '%s': expected the chief's host name or address (one: --addrs "
+			       "takes the list)", name, ci_quote(&q, s));
+	return keep_str(c, out, name, s);
+}
+
+int ci_parse_nnodes(struct ci_ctx *c, struct ci_num *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+	const char *colon = s ? strchr(s, ':') : NULL;
+	char lo[32];
+	long a = 0, b = 0;
+	bool ok;
+
+	if (!colon)
+		return ci_parse_num(c, out, name, s, 1, CI_MAX_NODES);
+	ok = (size_t)(colon - s) < sizeof(lo);
+	if (ok) {
+		snprintf(lo, sizeof(lo), "%.*s", (int)(colon - s), s);
+		ok = parse_long(lo, 1, CI_MAX_NODES, &a) == 0 &&
+		     parse_long(colon + 1, 1, CI_MAX_NODES, &b) == 0;
+	}
+	if (!ok)
+		return ci_fail(c, "%s '%s': expected a node count in 1..%d (or MIN:MAX with MIN = MAX)",
+			       name, ci_quote(&q, s), CI_MAX_NODES);
+	if (a != b)
+		return ci_fail(c, "%s '%s': an elastic range of node counts is not supported: slotrun "
+			       "runs a fixed number of nodes; give one count, e.g. '%ld'", name,
+			       ci_quote(&q, s), b);
+	out->set = true;
+	out->v = a;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
 }
 
 /* What the kernel accepts as a new interface name (dev_valid_name). */
@@ -141,12 +196,7 @@ int ci_parse_iface(struct ci_ctx *c, struct ci_str *out, const char *name, const
 	if (!iface_ok(s))
 		return ci_fail(c, "%s '%s': expected a network interface name (1..%d characters, "
 			       "no '/', ':' or whitespace)", name, ci_quote(&q, s), CI_IFACE_MAX);
-	out->v = strdup(s);
-	if (!out->v)
-		return ci_oom(c);
-	out->set = true;
-	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
-	return 0;
+	return keep_str(c, out, name, s);
 }
 
 /* ---- comma lists ---- */
@@ -231,9 +281,31 @@ static bool addr_ok(const char *s)
 
 int ci_parse_addrs(struct ci_ctx *c, struct ci_strlist *out, const char *name, const char *s)
 {
+	struct ci_quoted q, q2;
+	int r;
+
 	if (!s)
 		return 0;
-	return ci_parse_list(c, out, name, s, CI_MAX_NODES, addr_ok, " is not a host name or address");
+	if (!strchr(s, '['))
+		return ci_parse_list(c, out, name, s, CI_MAX_NODES, addr_ok,
+				     " is not a host name or address");
+	r = hostlist_parse(name, s, &out->v, &out->n, c->err, c->errlen);
+	if (r == -ENOMEM)
+		return ci_oom(c);
+	if (r < 0)
+		return r;
+	for (int i = 0; i < out->n; i++)
+		if (!addr_ok(out->v[i])) {
+			ci_fail(c, "%s '%s': entry '%s' is not a host name or address", name,
+				ci_quote(&q, s), ci_quote(&q2, out->v[i]));
+			ci_strv_free(out->v, out->n);
+			out->v = NULL;
+			out->n = 0;
+			return -EINVAL;
+		}
+	out->set = true;
+	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
+	return 0;
 }
 
 int ci_parse_slots(struct ci_ctx *c, struct ci_slotspec *out, const char *name, const char *s)
@@ -273,6 +345,18 @@ int ci_parse_slots(struct ci_ctx *c, struct ci_slotspec *out, const char *name, 
 	out->n = n;
 	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
 	return 0;
+}
+
+int ci_parse_nproc(struct ci_ctx *c, struct ci_slotspec *out, const char *name, const char *s)
+{
+	struct ci_quoted q;
+
+	if (s && (!strcmp(s, "auto") || !strcmp(s, "gpu")))
+		return 0;
+	if (s && !strcmp(s, "cpu"))
+		return ci_fail(c, "%s '%s': slotrun does not start one worker per CPU: give a "
+			       "count (CPU workers share the cores)", name, ci_quote(&q, s));
+	return ci_parse_slots(c, out, name, s);
 }
 
 int ci_check_unique(struct ci_ctx *c, const struct ci_strlist *g)

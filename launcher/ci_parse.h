@@ -83,8 +83,16 @@ int ci_parse_num(struct ci_ctx *c, struct ci_num *out, const char *name, const c
 		 long min, long max);
 
 /* A name a resolver or a socket call could take: printable ASCII without
- * blanks, at most CI_HOST_MAX bytes, not an option look-alike. */
+ * blanks or '?' (CI_ADDR_UNKNOWN), at most CI_HOST_MAX bytes, not an option
+ * look-alike. */
 bool ci_host_ok(const char *h, size_t len);
+
+/* One host name or address (the chief's). */
+int ci_parse_host(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s);
+
+/* A node count as torchrun takes it: "N", or "N:N" (an elastic range whose
+ * ends are equal; "1:4" is refused, slotrun's jobs have a fixed size). */
+int ci_parse_nnodes(struct ci_ctx *c, struct ci_num *out, const char *name, const char *s);
 
 /* A network interface name as the kernel accepts it. */
 int ci_parse_iface(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s);
@@ -96,11 +104,17 @@ int ci_parse_iface(struct ci_ctx *c, struct ci_str *out, const char *name, const
 int ci_parse_list(struct ci_ctx *c, struct ci_strlist *out, const char *name, const char *s,
 		  int max, bool (*ok)(const char *), const char *complaint);
 
-/* A comma list of host names or addresses, chief first. */
+/* A comma list of host names or addresses, chief first; with a '[' a Slurm
+ * hostlist ("node[01-04]", "trainer-[0-3].svc"). */
 int ci_parse_addrs(struct ci_ctx *c, struct ci_strlist *out, const char *name, const char *s);
 
 /* "N" (every node has N slots) or "N0,N1,..." (one count per node). */
 int ci_parse_slots(struct ci_ctx *c, struct ci_slotspec *out, const char *name, const char *s);
+
+/* torchrun's --nproc-per-node: a count as ci_parse_slots takes it, or
+ * "auto"/"gpu", which leave out unset (the default: visible GPUs, else 1).
+ * "cpu" (one worker per CPU) is refused with the fix. */
+int ci_parse_nproc(struct ci_ctx *c, struct ci_slotspec *out, const char *name, const char *s);
 
 /* Rejects a GPU named twice: two slots on one device is never what a
  * scheduler meant. */

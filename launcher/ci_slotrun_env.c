@@ -1,6 +1,6 @@
 /* ClusterInfo source: slotrun's own variables, one per flag
- * (SLOTRUN_NNODES, SLOTRUN_NODE_RANK, SLOTRUN_ADDRS, SLOTRUN_SLOTS,
- * SLOTRUN_MASTER_PORT, SLOTRUN_IFACE), and the GPUs an inherited
+ * (SLOTRUN_NNODES, SLOTRUN_NODE_RANK, SLOTRUN_ADDRS, SLOTRUN_MASTER_ADDR,
+ * SLOTRUN_SLOTS, SLOTRUN_MASTER_PORT, SLOTRUN_IFACE), and the GPUs an inherited
  * CUDA_VISIBLE_DEVICES names. */
 #include "ci_source.h"
 
@@ -37,11 +37,11 @@ int ci_load_slotrun_env(struct ci_ctx *c, struct ci_found *e)
 {
 	int r;
 
-	if ((r = ci_parse_num(c, &e->nnodes, "SLOTRUN_NNODES", ci_get(c, "SLOTRUN_NNODES"), 1,
-			      CI_MAX_NODES)) < 0 ||
+	if ((r = ci_parse_nnodes(c, &e->nnodes, "SLOTRUN_NNODES", ci_get(c, "SLOTRUN_NNODES"))) < 0 ||
 	    (r = ci_parse_num(c, &e->node_rank, "SLOTRUN_NODE_RANK", ci_get(c, "SLOTRUN_NODE_RANK"), 0,
 			      CI_MAX_NODES - 1)) < 0 ||
 	    (r = ci_parse_addrs(c, &e->addrs, "SLOTRUN_ADDRS", ci_get(c, "SLOTRUN_ADDRS"))) < 0 ||
+	    (r = ci_parse_host(c, &e->chief, "SLOTRUN_MASTER_ADDR", ci_get(c, "SLOTRUN_MASTER_ADDR"))) < 0 ||
 	    (r = ci_parse_slots(c, &e->slots, "SLOTRUN_SLOTS", ci_get(c, "SLOTRUN_SLOTS"))) < 0 ||
 	    (r = ci_parse_num(c, &e->port, "SLOTRUN_MASTER_PORT", ci_get(c, "SLOTRUN_MASTER_PORT"), 1,
 			      65535)) < 0 ||

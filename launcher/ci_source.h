@@ -25,7 +25,11 @@
 struct ci_found {
 	struct ci_num nnodes;      /* an explicit count */
 	struct ci_num node_rank;
+	bool rank_needs_nodes;     /* node_rank counts only in a job of several
+	                            * nodes (JOB_COMPLETION_INDEX) */
 	struct ci_strlist addrs;   /* chief first */
+	struct ci_str chief;       /* the chief's address alone; with addrs it
+	                            * must be addrs.v[0] */
 	struct ci_slotspec slots;
 	struct ci_num port;
 	struct ci_str iface;
@@ -46,6 +50,8 @@ struct ci_source_def {
 ci_load_fn ci_load_flags;          /* ci_flags.c: --nnodes, --node-rank, ... */
 ci_load_fn ci_load_determined;     /* ci_determined.c: info files, DET_* */
 ci_load_fn ci_load_slurm;          /* ci_slurm.c: SLURM_* */
+ci_load_fn ci_load_torchrun;       /* ci_torchrun.c: PET_* (Kubeflow's PyTorchJob) */
+ci_load_fn ci_load_indexed_job;    /* ci_indexed_job.c: JOB_COMPLETION_INDEX */
 ci_load_fn ci_load_slotrun_env;    /* ci_slotrun_env.c: SLOTRUN_*, CUDA_VISIBLE_DEVICES */
 
 #endif

@@ -22,6 +22,8 @@ static const struct ci_source_def sources[] = {
 	{ CI_SRC_FLAG, "flag", ci_load_flags },
 	{ CI_SRC_DETERMINED, "determined", ci_load_determined },
 	{ CI_SRC_SLURM, "slurm", ci_load_slurm },
+	{ CI_SRC_TORCHRUN, "torchrun", ci_load_torchrun },
+	{ CI_SRC_INDEXED_JOB, "indexed-job", ci_load_indexed_job },
 	{ CI_SRC_SLOTRUN_ENV, "env", ci_load_slotrun_env },
 };
 
@@ -40,6 +42,7 @@ static void found_free(struct ci_found *f)
 	ci_strv_free(f->gpus.v, f->gpus.n);
 	free(f->slots.v);
 	free(f->iface.v);
+	free(f->chief.v);
 }
 
 /* The node count a source implies, and its own agreement: explicit count,
@@ -72,14 +75,60 @@ static int settle(struct ci_ctx *c, struct source *s)
 	if (s->f.node_rank.set && s->nn.set && s->f.node_rank.v >= s->nn.v)
 		return ci_fail(c, "%s is out of range: %s names %ld nodes (0..%ld)", s->f.node_rank.what,
 			       s->nn.what, s->nn.v, s->nn.v - 1);
+	if (s->f.chief.set && s->f.addrs.set && strcmp(s->f.chief.v, s->f.addrs.v[0]) != 0)
+		return ci_fail(c, "%s disagrees with %s, whose first entry '%s' is the chief: give "
+			       "one of them, or the same chief in both", s->f.chief.what, s->f.addrs.what,
+			       s->f.addrs.v[0]);
 	return 0;
 }
 
 /* ---- putting it together ---- */
 
+/* The node rank: the first source that names one, passing over a rank
+ * that counts only in a job of several nodes when there is one node. */
+static struct source *rank_source(struct source *src, long nnodes)
+{
+	for (int i = 0; i < NSOURCES; i++)
+		if (src[i].f.node_rank.set && !(src[i].f.rank_needs_nodes && nnodes == 1))
+			return &src[i];
+	return NULL;
+}
+
+/* The addresses: the list that won, with its first entry replaced by a
+ * chief address from a source at least as high; else the chief alone and
+ * CI_ADDR_UNKNOWN for the others; else the default.  Only ENOMEM fails. */
+static int take_addrs(struct ci_ctx *c, struct source *ad, struct source *ch, long nnodes,
+		      struct cluster_info *out)
+{
+	if (ad) {
+		out->addrs = ad->f.addrs.v;
+		ad->f.addrs.v = NULL;
+		ad->f.addrs.n = 0;
+		if (ch) {
+			free(out->addrs[0]);
+			out->addrs[0] = ch->f.chief.v;
+			ch->f.chief.v = NULL;
+		}
+		return 0;
+	}
+	out->addrs = calloc((size_t)nnodes, sizeof(char *));
+	if (!out->addrs)
+		return ci_oom(c);
+	if (ch) {
+		out->addrs[0] = ch->f.chief.v;
+		ch->f.chief.v = NULL;
+	} else if (!(out->addrs[0] = strdup("127.0.0.1"))) {
+		return ci_oom(c);
+	}
+	for (long i = 1; i < nnodes; i++)
+		if (!(out->addrs[i] = strdup(CI_ADDR_UNKNOWN)))
+			return ci_oom(c);
+	return 0;
+}
+
 static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struct cluster_info *out)
 {
-	struct source *nn = NULL, *rk = NULL, *ad = NULL, *sl = NULL, *pt = NULL, *ifc = NULL,
+	struct source *nn = NULL, *rk, *ad = NULL, *ch = NULL, *sl = NULL, *pt = NULL, *ifc = NULL,
 		*gp = NULL;
 	long nnodes;
 	const char *nn_what;
@@ -88,13 +137,15 @@ static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struc
 	for (i = NSOURCES - 1; i >= 0; i--) {    /* lowest first: the last set wins */
 		struct source *s = &src[i];
 		nn = s->nn.set ? s : nn;
-		rk = s->f.node_rank.set ? s : rk;
 		ad = s->f.addrs.set ? s : ad;
+		ch = s->f.chief.set ? s : ch;
 		sl = s->f.slots.set ? s : sl;
 		pt = s->f.port.set ? s : pt;
 		ifc = s->f.iface.set ? s : ifc;
 		gp = s->f.gpus.set ? s : gp;
 	}
+	if (ch && ad && ch > ad)    /* the table is in precedence order */
+		ch = NULL;          /* a lower source's chief: the list wins */
 
 	nnodes = nn ? nn->nn.v : 1;
 	nn_what = nn ? nn->nn.what : "the default";
@@ -103,10 +154,11 @@ static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struc
 	if (ad && ad->f.addrs.n != nnodes)
 		return ci_fail(c, "%s (%d addresses) disagrees with %s (%ld nodes)", ad->f.addrs.what,
 			       ad->f.addrs.n, nn_what, nnodes);
-	if (!ad && nnodes > 1)
+	if (!ad && !ch && nnodes > 1)
 		return ci_fail(c, "%s gives %ld nodes but no source names their addresses: pass "
-			       "--addrs host0,host1,... (chief first) or set SLOTRUN_ADDRS",
-			       nn_what, nnodes);
+			       "--addrs host0,host1,... (chief first) or set SLOTRUN_ADDRS, or name "
+			       "the chief alone with --master-addr", nn_what, nnodes);
+	rk = rank_source(src, nnodes);
 	if (rk && rk->f.node_rank.v >= nnodes)
 		return ci_fail(c, "%s is out of range: %s names %ld nodes (0..%ld)",
 			       rk->f.node_rank.what, nn_what, nnodes, nnodes - 1);
@@ -116,7 +168,7 @@ static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struc
 	out->nnodes = (int)nnodes;
 	out->node_rank = rk ? (int)rk->f.node_rank.v : 0;
 	out->src_node_rank = rk ? rk->def->id : CI_SRC_DEFAULT;
-	out->src_addrs = ad ? ad->def->id : CI_SRC_DEFAULT;
+	out->src_addrs = ad ? ad->def->id : ch ? ch->def->id : CI_SRC_DEFAULT;
 
 	if (gp) {
 		out->src_gpus = gp->def->id;
@@ -163,15 +215,8 @@ static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struc
 		out->world_size += n;
 		out->slot_counts[i] = n;
 	}
-	if (ad) {
-		out->addrs = ad->f.addrs.v;
-		ad->f.addrs.v = NULL;
-		ad->f.addrs.n = 0;
-	} else {
-		out->addrs = calloc(1, sizeof(char *));
-		if (!out->addrs || !(out->addrs[0] = strdup("127.0.0.1")))
-			return ci_oom(c);
-	}
+	if (take_addrs(c, ad, ch, nnodes, out) < 0)
+		return -ENOMEM;
 	if (gp && gp->f.gpus.n > 0) {
 		out->gpus = gp->f.gpus.v;
 		gp->f.gpus.v = NULL;
@@ -230,6 +275,11 @@ void ci_free(struct cluster_info *ci)
 	free(ci->slot_counts);
 	free(ci->iface);
 	memset(ci, 0, sizeof(*ci));
+}
+
+bool ci_addr_known(const char *addr)
+{
+	return addr && strcmp(addr, CI_ADDR_UNKNOWN) != 0;
 }
 
 const char *ci_source_name(enum ci_source s)

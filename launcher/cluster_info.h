@@ -1,17 +1,26 @@
 /* ClusterInfo: where this node stands in the job.
  *
  * Sources, first match wins for each field, flags over everything:
- *   1. flags (--nnodes --node-rank --addrs --slots --master-port --iface)
+ *   1. flags (--nnodes --node-rank --addrs --master-addr --slots --master-port
+ *      --iface; torchrun's spellings --nproc-per-node, --node_rank, ... too)
  *   2. Determined: $SLOTRUN_DET_INFO_DIR (default /run/determined/info)/
  *      rendezvous.json {container_addrs, container_rank, container_slot_counts},
  *      cluster.json {slot_ids}, DET_SLOT_IDS ("[0,1]"),
  *      DET_INTER_NODE_NETWORK_INTERFACE, C10D_PORT
  *   3. Slurm: SLURM_JOB_NODELIST (hostlist syntax, e.g. "gpu[01-04,07],cpu-a[1-2]"),
  *      SLURM_NODEID, SLURM_NNODES, GPUs from SLURM_STEP_GPUS / SLURM_JOB_GPUS
- *   4. SLOTRUN_NNODES SLOTRUN_NODE_RANK SLOTRUN_ADDRS SLOTRUN_SLOTS
- *      SLOTRUN_MASTER_PORT SLOTRUN_IFACE
- *   5. default: one node (127.0.0.1), slots = visible GPUs, else 1,
+ *   4. torchrun's environment form, which Kubeflow's training operator sets
+ *      for a PyTorchJob: PET_NNODES ("N" or "N:N"), PET_NODE_RANK,
+ *      PET_NPROC_PER_NODE (a count, or "auto"/"gpu": the default),
+ *      PET_MASTER_ADDR (the chief's address only), PET_MASTER_PORT
+ *   5. a Kubernetes Indexed Job: JOB_COMPLETION_INDEX is the node rank
+ *   6. SLOTRUN_NNODES SLOTRUN_NODE_RANK SLOTRUN_ADDRS SLOTRUN_MASTER_ADDR
+ *      SLOTRUN_SLOTS SLOTRUN_MASTER_PORT SLOTRUN_IFACE
+ *   7. default: one node (127.0.0.1), slots = visible GPUs, else 1,
  *      master port CI_DEFAULT_MASTER_PORT.
+ * The schedulers' own variables (2-5) rank above slotrun's (6): they describe
+ * this very allocation, while SLOTRUN_* may be set once in a profile; flags
+ * override both.
  *
  * Pure: the environment and files are read through struct ci_env, so unit
  * tests give both as values.  Each source is one file, ci_<name>.c behind
@@ -19,18 +28,36 @@
  *
  * Rules beyond "first match wins" (each is tested):
  * - A source's node count is its explicit count (--nnodes, SLURM_NNODES,
- *   SLOTRUN_NNODES), else the length of its address list (--addrs,
- *   container_addrs, SLURM_JOB_NODELIST, SLOTRUN_ADDRS), else the length of
- *   its per-node slot list; within one source these must agree.
+ *   PET_NNODES, SLOTRUN_NNODES), else the length of its address list
+ *   (--addrs, container_addrs, SLURM_JOB_NODELIST, SLOTRUN_ADDRS), else the
+ *   length of its per-node slot list; within one source these must agree.
+ * - --addrs and SLOTRUN_ADDRS are comma lists or Slurm hostlists (a '['
+ *   makes it one: "trainer-[0-3].trainer" is four names), so a pattern of
+ *   host names (an Indexed Job's pods) is one short value.
+ * - The chief's address alone (--master-addr, SLOTRUN_MASTER_ADDR,
+ *   PET_MASTER_ADDR) is enough for several nodes: the job plane needs no
+ *   other address.  The other nodes' addresses are then CI_ADDR_UNKNOWN
+ *   ("?"), and the job plane names each node by the address it joined from.
+ *   A chief address from a source at least as high as the address list's
+ *   replaces the list's first entry; within one source (--master-addr with
+ *   --addrs, SLOTRUN_MASTER_ADDR with SLOTRUN_ADDRS) the two must agree.
+ * - JOB_COMPLETION_INDEX names the node rank only in a job of several
+ *   nodes: an Indexed Job also runs independent one-node pods, whose index
+ *   is no node rank.
  * - Every source that is present is parsed and checked, even where a higher
  *   one overrides it: a malformed value is an error wherever it comes from.
  * - Slurm counts as a source only when SLURM_JOB_NODELIST or SLURM_NODEID is
  *   set, so SLURM_* left over from an outer shell (SLURM_CONF, SLURM_NNODES
- *   exported by hand) are ignored.
- * - nnodes > 1 needs addresses and this node's rank from some source
- *   (the default 127.0.0.1 / rank 0 only apply to a single node).
+ *   exported by hand) are ignored.  slotrun is one per node: a Slurm step
+ *   with more tasks than nodes (SLURM_STEP_NUM_TASKS > SLURM_STEP_NUM_NODES,
+ *   or SLURM_LOCALID > 0) is an error on every one of its tasks, which
+ *   names the fix (srun --ntasks-per-node=1).
+ * - nnodes > 1 needs the chief's address and this node's rank from some
+ *   source (the default 127.0.0.1 / rank 0 only apply to a single node).
  * - Slots: --slots / SLOTRUN_SLOTS are "N" (every node has N) or a comma
- *   list with one count per node; container_slot_counts is per node.
+ *   list with one count per node; container_slot_counts is per node;
+ *   PET_NPROC_PER_NODE and --nproc-per-node are "N" (or "auto"/"gpu", which
+ *   leave the count to the default; "cpu" is refused).
  *   Without a per-node list every node is assumed to have this node's count.
  *   Otherwise slots = the number of GPUs the GPU source names, else
  *   visible_gpus when > 0, else 1.  An explicit count that differs from a
@@ -48,6 +75,7 @@
 #ifndef SLOTRUN_CLUSTER_INFO_H
 #define SLOTRUN_CLUSTER_INFO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define CI_DEFAULT_MASTER_PORT 29400
@@ -55,19 +83,27 @@
 #define CI_MAX_NODES 65536
 #define CI_MAX_SLOTS 1024    /* per node */
 #define CI_MAX_FILE_SIZE (1 << 20)  /* ci_process_env refuses larger info files */
+/* addrs[k] of a node no source names (only the chief's address is known) */
+#define CI_ADDR_UNKNOWN "?"
 
 enum ci_source {
 	CI_SRC_DEFAULT,
 	CI_SRC_SLOTRUN_ENV,
+	CI_SRC_INDEXED_JOB,
+	CI_SRC_TORCHRUN,
 	CI_SRC_SLURM,
 	CI_SRC_DETERMINED,
 	CI_SRC_FLAG,
 };
 
 /* Raw command-line values; NULL when the flag was not given.  Parsed and
- * checked by ci_load like every other source. */
+ * checked by ci_load like every other source.  The *_flag members say how
+ * the user spelled a flag that has torchrun aliases ("--nproc-per-node",
+ * "--node_rank", ...), for messages; NULL is the canonical spelling.  Slots
+ * given as --nproc-per-node / --nproc_per_node take torchrun's values too. */
 struct ci_flags {
-	const char *nnodes, *node_rank, *addrs, *slots, *master_port, *iface;
+	const char *nnodes, *node_rank, *addrs, *master_addr, *slots, *master_port, *iface;
+	const char *node_rank_flag, *master_addr_flag, *slots_flag, *master_port_flag;
 };
 
 /* How ci_load sees the world.  getenv returns NULL for unset.
@@ -84,7 +120,8 @@ struct ci_env {
 struct cluster_info {
 	int nnodes;
 	int node_rank;
-	char **addrs;        /* nnodes host names or addresses, chief first */
+	char **addrs;        /* nnodes host names or addresses, chief first;
+	                      * CI_ADDR_UNKNOWN where no source names one */
 	int *slot_counts;    /* nnodes entries; slot_counts[node_rank] is ours */
 	int slots;           /* slot_counts[node_rank] */
 	int rank_base;       /* sum of slot_counts before node_rank */
@@ -113,11 +150,14 @@ int ci_load(const struct ci_flags *flags, const struct ci_env *env, int visible_
 
 void ci_free(struct cluster_info *ci);
 
+/* Whether addrs[k] names the node (not CI_ADDR_UNKNOWN). */
+bool ci_addr_known(const char *addr);
+
 /* The real environment: getenv(3) and files read from disk. */
 extern const struct ci_env ci_process_env;
 
-/* "flag", "determined", "slurm", "env" or "default", for messages and
- * --dry-run. */
+/* "flag", "determined", "slurm", "torchrun", "indexed-job", "env" or
+ * "default", for messages and --dry-run. */
 const char *ci_source_name(enum ci_source s);
 
 #endif

@@ -1,5 +1,5 @@
-/* slotrun: options -> topology -> ClusterInfo -> interface -> slot plan ->
- * dry run, or spawn and supervise. */
+/* slotrun: options -> command -> topology -> ClusterInfo -> interface ->
+ * slot plan -> dry run, or spawn and supervise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -58,6 +58,7 @@ static int find_wrap_rank(char *buf, size_t len)
 static int mkdir_p(const char *dir)
 {
 	char path[PATH_MAX];
+	struct stat st;
 
 	if (snprintf(path, sizeof(path), "%s", dir) >= (int)sizeof(path))
 		return -ENAMETOOLONG;
@@ -71,6 +72,10 @@ static int mkdir_p(const char *dir)
 	}
 	if (mkdir(path, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
 	return access(path, W_OK) < 0 ? -errno : 0;
 }
 
@@ -93,13 +98,15 @@ static void hold_std_fds(void)
 		close(fd);
 }
 
-/* Workers need up to five fds each in slotrun (two pipes, the exec report,
- * two log files): raise the soft limit to the hard one (workers get the
- * original back), and say clearly when even that is too few. */
-static int fd_budget(int slots, bool logs, struct rlimit *orig, char *err, size_t errlen)
+/* Each worker holds up to five fds in slotrun (two pipes' read ends, its
+ * two log files, the exec report while it starts); slotrun itself about
+ * 24 (std streams, libevent, /dev/null, topology) and one per other node
+ * on the chief.  Raise the soft limit to the hard one when short (workers
+ * get the original back), and say clearly when even that is too few. */
+static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 64;
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 24 + (rlim_t)(nnodes > 1 ? nnodes : 0);
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
@@ -129,7 +136,10 @@ struct launch {
 	struct plan_secret secret;
 	struct plan plan;
 	struct plane_cfg plane;      /* several nodes: the job plane */
+	char **cmd;                  /* what each worker runs: o.argv, or with the
+	                              * interpreter before it (malloc'd then) */
 	char exec_path[PATH_MAX];    /* wrap_rank, or the command with --no-wrap */
+	char **guarded;              /* --no-wrap: wrap_rank --no-prefix ... COMMAND, or NULL */
 	struct rlimit nofile;        /* the fd limit workers get back */
 	char err[1024];
 };
@@ -185,9 +195,10 @@ static int choose_iface(struct launch *l)
 		l->iface = ci->iface;
 	} else if (ci->nnodes > 1) {
 		if (iface_for_peer(ci->addrs[0], l->ifname, sizeof(l->ifname), l->err,
-				   sizeof(l->err)) < 0)
+				   sizeof(l->err)) == 0)
+			l->iface = l->ifname;
+		else if (!l->o.dry_run) /* a plan needs no route: it shows none */
 			return fail(2, l->err);
-		l->iface = l->ifname;
 	}
 	return GO_ON;
 }
@@ -295,10 +306,29 @@ static void report_bindings(const struct launch *l)
 	}
 }
 
+/* A .py COMMAND runs as `python3 COMMAND...`, as under torchrun. */
+static int build_command(struct launch *l)
+{
+	int n = 0;
+
+	if (!l->o.interpreter) {
+		l->cmd = l->o.argv;
+		return GO_ON;
+	}
+	while (l->o.argv[n])
+		n++;
+	l->cmd = calloc((size_t)n + 2, sizeof(char *));
+	if (!l->cmd)
+		return fail(1, "out of memory");
+	l->cmd[0] = (char *)l->o.interpreter;
+	memcpy(l->cmd + 1, l->o.argv, (size_t)n * sizeof(char *));
+	return GO_ON;
+}
+
 static int dry_run(const struct launch *l)
 {
 	for (int i = 0; i < l->plan.nslots; i++) {
-		char *row = plan_slot_json(&l->plan, i);
+		char *row = plan_slot_json(&l->plan, i, l->cmd);
 		if (row)
 			puts(row);
 		free(row);
@@ -335,17 +365,55 @@ static int make_log_dir(struct launch *l)
 	return GO_ON;
 }
 
+/* --no-wrap still runs COMMAND under wrap_rank, with --no-prefix: no
+ * prefix and no pipe of its own (COMMAND writes into slotrun's pipes), only
+ * its guard, without which what COMMAND starts would outlive a slotrun
+ * killed with SIGKILL (README, "Containment").  Without a wrap_rank to be
+ * found COMMAND runs directly, and that is said once. */
+static int guard_no_wrap(struct launch *l)
+{
+	static char *opts[] = { "--no-redirect-stdio", "--no-prefix", "RANK", "--" };
+	size_t nopt = sizeof(opts) / sizeof(opts[0]), n = 0;
+	char path[PATH_MAX];
+
+	if (find_wrap_rank(path, sizeof(path)) < 0) {
+		fprintf(stderr, "slotrun: warning: wrap_rank not found: with --no-wrap only COMMAND itself "
+			"dies with slotrun, not what it starts in the background\n");
+		return GO_ON;
+	}
+	while (l->cmd[n])
+		n++;
+	l->guarded = calloc(n + nopt + 2, sizeof(char *));
+	if (!l->guarded)
+		return fail(1, "out of memory");
+	l->guarded[0] = "wrap_rank";
+	memcpy(l->guarded + 1, opts, sizeof(opts));
+	memcpy(l->guarded + 1 + nopt, l->cmd, n * sizeof(char *));
+	snprintf(l->exec_path, sizeof(l->exec_path), "%s", path);
+	return GO_ON;
+}
+
 /* Said once here, rather than by every wrap_rank. */
 static int find_executables(struct launch *l)
 {
-	int r = spawn_resolve(l->o.argv[0], getenv("PATH"), l->exec_path, sizeof(l->exec_path));
+	int r;
 
+	if (l->o.interpreter && access(l->o.argv[0], R_OK) < 0) {
+		int e = errno;
+
+		snprintf(l->err, sizeof(l->err), "cannot run '%s' with %s: %s (use --no-python to run "
+			 "it as a command)", l->o.argv[0], l->o.interpreter, strerror(e));
+		return fail(e == EACCES ? 126 : 127, l->err);
+	}
+	r = spawn_resolve(l->cmd[0], getenv("PATH"), l->exec_path, sizeof(l->exec_path));
 	if (r < 0) {
-		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->o.argv[0],
+		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0],
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
 	}
-	if (!l->o.no_wrap && find_wrap_rank(l->exec_path, sizeof(l->exec_path)) < 0)
+	if (l->o.no_wrap)
+		return guard_no_wrap(l);
+	if (find_wrap_rank(l->exec_path, sizeof(l->exec_path)) < 0)
 		return fail(127, "cannot find wrap_rank beside slotrun or on PATH "
 			    "(set SLOTRUN_WRAP_RANK, or use --no-wrap)");
 	return GO_ON;
@@ -370,7 +438,9 @@ static int setup_plane(struct launch *l)
 				       .addrs = ci->addrs, .slot_counts = ci->slot_counts,
 				       .world_size = ci->world_size, .control_port = port,
 				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
-				       .secret = l->secret.value };
+				       .secret = l->secret.value,
+				       .restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
+				       .max_restarts = l->o.restart.max_restarts };
 	return GO_ON;
 }
 
@@ -380,7 +450,7 @@ static int run(struct launch *l)
 
 	if (code == GO_ON)
 		code = make_log_dir(l);
-	if (code == GO_ON && fd_budget(l->ci.slots, l->o.log_dir != NULL, &l->nofile, l->err,
+	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->o.log_dir != NULL, &l->nofile, l->err,
 				       sizeof(l->err)) < 0)
 		code = fail(2, l->err);
 	if (code == GO_ON)
@@ -391,14 +461,20 @@ static int run(struct launch *l)
 		return code;
 	return runner_run(&(struct runner_cfg){
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
-		.wrapped = !l->o.no_wrap, .cmd = l->o.argv, .base_env = environ,
+		.wrapped = !l->o.no_wrap, .cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
+		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
+		.restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
+		.secret = l->secret.value, .host = l->ci.addrs[l->ci.node_rank],
 	});
 }
 
 static void launch_free(struct launch *l)
 {
+	if (l->cmd != l->o.argv)
+		free(l->cmd);
+	free(l->guarded);
 	plan_free(&l->plan);
 	ci_free(&l->ci);
 	if (l->topo)
@@ -412,6 +488,8 @@ int main(int argc, char **argv)
 
 	hold_std_fds();
 	code = parse_options(&l, argc, argv);
+	if (code == GO_ON)
+		code = build_command(&l);
 	if (code == GO_ON)
 		code = open_topology(&l);
 	if (code == GO_ON)

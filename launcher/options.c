@@ -17,11 +17,16 @@ const char opt_usage[] =
 "MASTER_ADDR, ...), pinned to its GPU's cores; stops every worker on the first\n"
 "failure and exits with its status.\n"
 "\n"
-"Where this node stands (flags override Determined, then Slurm, then SLOTRUN_*):\n"
+"Where this node stands (flags override Determined, Slurm, torchrun's PET_*,\n"
+"JOB_COMPLETION_INDEX, then SLOTRUN_*; see slotrun(1)):\n"
 "  --slots N|N,N,...    workers on this node (or per node); default: visible GPUs, else 1\n"
+"                                                              [SLOTRUN_SLOTS]\n"
 "  --nnodes N           nodes in the job                       [SLOTRUN_NNODES]\n"
 "  --node-rank R        this node's index, 0 = chief           [SLOTRUN_NODE_RANK]\n"
-"  --addrs A,B,...      node addresses, chief first            [SLOTRUN_ADDRS]\n"
+"  --addrs A,B,...      node addresses, chief first; or a hostlist such as\n"
+"                       node[01-04]                            [SLOTRUN_ADDRS]\n"
+"  --master-addr A      the chief's address, when the others are not known\n"
+"                                                              [SLOTRUN_MASTER_ADDR]\n"
 "  --master-port P      rendezvous port on the chief (29400)   [SLOTRUN_MASTER_PORT]\n"
 "  --iface NAME         network interface for NCCL/Gloo        [SLOTRUN_IFACE]\n"
 "                       (default: the one that routes to the chief, multi-node only)\n"
@@ -33,13 +38,23 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_HEARTBEAT_TIMEOUT]\n"
 "  --secret-file PATH   the job secret is this file's first line [SLOTRUN_SECRET_FILE]\n"
 "                       (else SLOTRUN_JOB_SECRET; else derived, and so not secret)\n"
+"Restarts (on every node at once; not after a stop by signal, a lost node, 126/127):\n"
+"  --max-restarts N     start a failed job again up to N times (0) [SLOTRUN_MAX_RESTARTS]\n"
+"  --restart-delay S    wait S seconds first, doubling up to 30 (1) [SLOTRUN_RESTART_DELAY]\n"
+"  --restart-on LIST    any (default), or signal and exit codes, e.g. signal,1,3-5\n"
+"                                                              [SLOTRUN_RESTART_ON]\n"
 "Running:\n"
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
+"  --hang-timeout S     a rank that neither writes a line nor exits for S seconds\n"
+"                       fails the job with status 124 (0: off)  [SLOTRUN_HANG_TIMEOUT]\n"
 "  --bind auto|none|core|numa|gpu\n"
 "                       pinning (auto: gpu on GPU slots, core on CPU slots) [SLOTRUN_BIND]\n"
 "  --report-bindings    one line per rank on stderr: GPU, cpus, NUMA node\n"
 "                                                              [SLOTRUN_REPORT_BINDINGS=1]\n"
-"  --no-wrap            run COMMAND without wrap_rank (no [rank=N] prefix) [SLOTRUN_NO_WRAP=1]\n"
+"  --no-wrap            no [rank=N] prefix: COMMAND writes into slotrun's pipes itself\n"
+"                       (under wrap_rank --no-prefix, for containment) [SLOTRUN_NO_WRAP=1]\n"
+"  --no-python          run a COMMAND ending in .py as it is, not under python3\n"
+"                                                              [SLOTRUN_NO_PYTHON=1]\n"
 "  --log-dir DIR        also write DIR/rank-N.stdout and DIR/rank-N.stderr [SLOTRUN_LOG_DIR]\n"
 "  --ranks-filter LIST  console shows only these ranks, e.g. 0,2-3; files get all\n"
 "                                                              [SLOTRUN_RANKS_FILTER]\n"
@@ -48,6 +63,8 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_DRY_RUN=1]\n"
 "  -h, --help           this help\n"
 "  --version            slotrun's version\n"
+"torchrun's spellings work too: --nproc-per-node (= --slots; auto, gpu or N),\n"
+"--nproc_per_node, --node_rank, --master_addr, --master_port.\n"
 "\n"
 "Exit status: 0 when every worker exited 0; else the first failure's exit code\n"
 "(128+N for death by signal N); 127/126 when COMMAND cannot be found/executed;\n"
@@ -61,6 +78,11 @@ enum {
 	O_SLOTS = 256, O_NNODES, O_NODE_RANK, O_ADDRS, O_MASTER_PORT, O_IFACE, O_GRACE,
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
+	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
+	O_MASTER_ADDR, O_NO_PYTHON,
+	/* torchrun's spellings, told apart for messages */
+	O_NPROC_DASH, O_NPROC_UNDERSCORE, O_NODE_RANK_UNDERSCORE, O_MASTER_ADDR_UNDERSCORE,
+	O_MASTER_PORT_UNDERSCORE,
 };
 
 static const struct option longopts[] = {
@@ -69,6 +91,13 @@ static const struct option longopts[] = {
 	{ "node-rank", required_argument, NULL, O_NODE_RANK },
 	{ "addrs", required_argument, NULL, O_ADDRS },
 	{ "master-port", required_argument, NULL, O_MASTER_PORT },
+	{ "master-addr", required_argument, NULL, O_MASTER_ADDR },
+	{ "nproc-per-node", required_argument, NULL, O_NPROC_DASH },
+	{ "nproc_per_node", required_argument, NULL, O_NPROC_UNDERSCORE },
+	{ "node_rank", required_argument, NULL, O_NODE_RANK_UNDERSCORE },
+	{ "master_addr", required_argument, NULL, O_MASTER_ADDR_UNDERSCORE },
+	{ "master_port", required_argument, NULL, O_MASTER_PORT_UNDERSCORE },
+	{ "no-python", no_argument, NULL, O_NO_PYTHON },
 	{ "iface", required_argument, NULL, O_IFACE },
 	{ "grace", required_argument, NULL, O_GRACE },
 	{ "no-wrap", no_argument, NULL, O_NO_WRAP },
@@ -82,10 +111,28 @@ static const struct option longopts[] = {
 	{ "join-timeout", required_argument, NULL, O_JOIN_TIMEOUT },
 	{ "heartbeat-timeout", required_argument, NULL, O_HB_TIMEOUT },
 	{ "secret-file", required_argument, NULL, O_SECRET_FILE },
+	{ "max-restarts", required_argument, NULL, O_MAX_RESTARTS },
+	{ "restart-delay", required_argument, NULL, O_RESTART_DELAY },
+	{ "restart-on", required_argument, NULL, O_RESTART_ON },
+	{ "hang-timeout", required_argument, NULL, O_HANG_TIMEOUT },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* A ClusterInfo flag and how it was spelled (NULL: the canonical way). */
+static void set_as(const char **value, const char **spelling, const char *as)
+{
+	*value = optarg;
+	*spelling = as;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n > t && strcmp(s + n - t, tail) == 0;
+}
 
 static int parse_bool(const char *name, const char *v, bool *out, char *err, size_t errlen)
 {
@@ -136,14 +183,18 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	      char *err, size_t errlen)
 {
 	const char *grace = NULL, *bind = NULL, *join = NULL, *hb = NULL, *port = NULL, *what, *v;
+	const char *restarts = NULL, *delay = NULL, *restart_on = NULL, *hang = NULL;
 	int c;
 
 	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
 			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
+	restart_init(&o->restart);
 	if (parse_bool("SLOTRUN_NO_WRAP", nonempty(env, "SLOTRUN_NO_WRAP"), &o->no_wrap, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_DRY_RUN", nonempty(env, "SLOTRUN_DRY_RUN"), &o->dry_run, err, errlen) < 0 ||
 	    parse_bool("SLOTRUN_REPORT_BINDINGS", nonempty(env, "SLOTRUN_REPORT_BINDINGS"),
-		       &o->report_bindings, err, errlen) < 0)
+		       &o->report_bindings, err, errlen) < 0 ||
+	    parse_bool("SLOTRUN_NO_PYTHON", nonempty(env, "SLOTRUN_NO_PYTHON"), &o->no_python, err,
+		       errlen) < 0)
 		return -EINVAL;
 	o->log_dir = nonempty(env, "SLOTRUN_LOG_DIR");
 	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
@@ -154,11 +205,24 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case O_SLOTS: o->ci.slots = optarg; break;
+		case O_SLOTS: set_as(&o->ci.slots, &o->ci.slots_flag, NULL); break;
+		case O_NPROC_DASH: set_as(&o->ci.slots, &o->ci.slots_flag, "--nproc-per-node"); break;
+		case O_NPROC_UNDERSCORE: set_as(&o->ci.slots, &o->ci.slots_flag, "--nproc_per_node"); break;
 		case O_NNODES: o->ci.nnodes = optarg; break;
-		case O_NODE_RANK: o->ci.node_rank = optarg; break;
+		case O_NODE_RANK: set_as(&o->ci.node_rank, &o->ci.node_rank_flag, NULL); break;
+		case O_NODE_RANK_UNDERSCORE:
+			set_as(&o->ci.node_rank, &o->ci.node_rank_flag, "--node_rank");
+			break;
 		case O_ADDRS: o->ci.addrs = optarg; break;
-		case O_MASTER_PORT: o->ci.master_port = optarg; break;
+		case O_MASTER_ADDR: set_as(&o->ci.master_addr, &o->ci.master_addr_flag, NULL); break;
+		case O_MASTER_ADDR_UNDERSCORE:
+			set_as(&o->ci.master_addr, &o->ci.master_addr_flag, "--master_addr");
+			break;
+		case O_MASTER_PORT: set_as(&o->ci.master_port, &o->ci.master_port_flag, NULL); break;
+		case O_MASTER_PORT_UNDERSCORE:
+			set_as(&o->ci.master_port, &o->ci.master_port_flag, "--master_port");
+			break;
+		case O_NO_PYTHON: o->no_python = true; break;
 		case O_IFACE: o->ci.iface = optarg; break;
 		case O_GRACE: grace = optarg; break;
 		case O_NO_WRAP: o->no_wrap = true; break;
@@ -172,6 +236,10 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 		case O_JOIN_TIMEOUT: join = optarg; break;
 		case O_HB_TIMEOUT: hb = optarg; break;
 		case O_SECRET_FILE: o->secret_file = optarg; break;
+		case O_MAX_RESTARTS: restarts = optarg; break;
+		case O_RESTART_DELAY: delay = optarg; break;
+		case O_RESTART_ON: restart_on = optarg; break;
+		case O_HANG_TIMEOUT: hang = optarg; break;
 		case 'h':
 			fputs(opt_usage, stdout);
 			return OPT_EXIT_OK;
@@ -191,6 +259,8 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			{ grace, "--grace", "SLOTRUN_GRACE", 0, 86400, &o->grace },
 			{ join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
 			{ hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
+			{ delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
+			{ hang, "--hang-timeout", "SLOTRUN_HANG_TIMEOUT", 0, 604800, &o->hang_timeout },
 		};
 
 		for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
@@ -198,6 +268,18 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			    parse_seconds(what, v, secs[i].lo, secs[i].hi, secs[i].out, err, errlen) < 0)
 				return -EINVAL;
 	}
+	if ((v = flag_or_env(restarts, "--max-restarts", env, "SLOTRUN_MAX_RESTARTS", &what))) {
+		long n;
+
+		if (io_parse_long(v, 0, RESTART_MAX, &n) < 0) {
+			snprintf(err, errlen, "%s '%s': expected a count from 0 to %d", what, v, RESTART_MAX);
+			return -EINVAL;
+		}
+		o->restart.max_restarts = (int)n;
+	}
+	if ((v = flag_or_env(restart_on, "--restart-on", env, "SLOTRUN_RESTART_ON", &what)) &&
+	    restart_parse_on(&o->restart, what, v, err, errlen) < 0)
+		return -EINVAL;
 	if ((v = flag_or_env(port, "--control-port", env, "SLOTRUN_CONTROL_PORT", &what))) {
 		long n;
 
@@ -229,5 +311,8 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 		return -EINVAL;
 	}
 	o->argv = argv + optind;
+	/* as torchrun does: a script is run by the interpreter */
+	if (!o->no_python && o->argv[0] && ends_with(o->argv[0], ".py"))
+		o->interpreter = OPT_PYTHON;
 	return OPT_RUN;
 }

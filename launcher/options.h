@@ -8,16 +8,21 @@
 #include <stddef.h>
 
 #include "cluster_info.h"
+#include "restart.h"
 #include "topology.h"
 
 #define OPT_DEFAULT_GRACE 30.0
 #define OPT_DEFAULT_JOIN_TIMEOUT 300.0
 #define OPT_DEFAULT_HB_TIMEOUT 5.0
+/* What runs a COMMAND ending in .py (found on PATH), unless --no-python. */
+#define OPT_PYTHON "python3"
 
 struct options {
 	struct ci_flags ci;
 	double grace;              /* seconds from SIGTERM to SIGKILL */
+	double hang_timeout;       /* seconds without output or exit that fail the job; 0: off */
 	bool no_wrap;
+	bool no_python;
 	bool dry_run;
 	bool report_bindings;
 	enum topo_bind bind;
@@ -28,7 +33,10 @@ struct options {
 	double join_timeout;       /* seconds for every node to join the chief */
 	double hb_timeout;         /* seconds of silence before a node is lost */
 	const char *secret_file;   /* or NULL */
+	struct restart_policy restart;
 	char **argv;               /* the command */
+	const char *interpreter;   /* OPT_PYTHON for a .py command, else NULL:
+	                            * the workers run `interpreter argv...` */
 };
 
 enum { OPT_RUN = 0, OPT_EXIT_OK = 1 };

@@ -91,8 +91,10 @@ size_t out_console_pending(const struct out_console *c)
 
 static void console_put(struct out_console *c, const char *buf, size_t len)
 {
-	if (c->broken)
+	if (c->broken || (c->shed && c->len - c->off > OUT_CONSOLE_HIGH)) {
+		c->dropped += len;
 		return;
+	}
 	if (c->off > 0 && c->off == c->len)
 		c->off = c->len = 0;
 	if (c->len + len > c->cap) {
@@ -102,8 +104,10 @@ static void console_put(struct out_console *c, const char *buf, size_t len)
 		while (cap < pending + len)
 			cap *= 2;
 		n = malloc(cap);
-		if (!n)
-			return; /* out of memory: this console loses the lines */
+		if (!n) { /* out of memory: this console loses the lines */
+			c->dropped += len;
+			return;
+		}
 		if (pending > 0)
 			memcpy(n, c->buf + c->off, pending);
 		free(c->buf);
@@ -114,6 +118,11 @@ static void console_put(struct out_console *c, const char *buf, size_t len)
 	}
 	memcpy(c->buf + c->len, buf, len);
 	c->len += len;
+}
+
+void out_console_put(struct out_console *c, const char *buf, size_t len)
+{
+	console_put(c, buf, len);
 }
 
 /* The next write: whole lines, at most PIPE_BUF bytes (every queued line
@@ -131,23 +140,22 @@ static size_t next_chunk(const struct out_console *c)
 	return n > 0 ? n : LS_WRITE_MAX;
 }
 
-static size_t console_drain(struct out_console *c, bool wait)
+size_t out_console_flush(struct out_console *c)
 {
 	while (!c->broken && c->off < c->len) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 		ssize_t n;
 
-		if (poll(&pfd, 1, wait ? -1 : 0) <= 0) {
-			if (!wait || errno != EINTR)
-				break;
-			continue;
-		}
+		if (poll(&pfd, 1, 0) <= 0)
+			break;
 		n = write(c->fd, c->buf + c->off, next_chunk(c));
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
-			c->broken = true; /* EPIPE and the like: nobody reads any more */
-			c->off = c->len = 0;
+			/* EPIPE and the like: nobody reads any more */
+			c->broken = true;
+			c->err = errno;
+			out_console_drop(c);
 			break;
 		}
 		c->off += (size_t)n;
@@ -155,14 +163,10 @@ static size_t console_drain(struct out_console *c, bool wait)
 	return c->len - c->off;
 }
 
-size_t out_console_flush(struct out_console *c)
+void out_console_drop(struct out_console *c)
 {
-	return console_drain(c, false);
-}
-
-void out_console_flush_all(struct out_console *c)
-{
-	(void)console_drain(c, true);
+	c->dropped += c->len - c->off;
+	c->off = c->len = 0;
 }
 
 static int sink(void *ctx, const char *buf, size_t len)
@@ -171,10 +175,17 @@ static int sink(void *ctx, const char *buf, size_t len)
 
 	if (s->console)
 		console_put(s->console, buf, len);
-	if (s->file_fd >= 0 && io_write_all(s->file_fd, buf, len) < 0) {
-		close(s->file_fd);
-		s->file_fd = -1;
+	if (s->file_fd >= 0) {
+		int r = io_write_all(s->file_fd, buf, len);
+
+		if (r < 0) { /* a full disk, an I/O error: the rest is lost */
+			close(s->file_fd);
+			s->file_fd = -1;
+			s->file_err = -r;
+		}
 	}
+	if (s->file_err)
+		s->file_lost += len;
 	if (s->tail)
 		out_tail_append(s->tail, buf, len);
 	return 0;
@@ -186,6 +197,9 @@ void out_stream_init(struct out_stream *s, int fd, struct out_console *console, 
 	s->fd = fd;
 	s->console = console;
 	s->file_fd = file_fd;
+	s->file_err = 0;
+	s->file_lost = 0;
+	s->file_err_said = false;
 	s->tail = tail;
 	ls_init(&s->ls, "", sink, s);
 }

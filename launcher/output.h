@@ -30,7 +30,13 @@ struct out_tail {
 
 struct out_console {
 	int fd;
-	bool broken;           /* the reader went away (EPIPE): drop output */
+	bool broken;           /* a write failed (EPIPE, EIO, ...): drop output */
+	int err;               /* ... with this errno */
+	size_t dropped;        /* bytes never written: after a failure, for want of
+				* memory, shed, or given up at exit (out_console_drop) */
+	bool shed;             /* the job is stopping: past OUT_CONSOLE_HIGH pending
+				* bytes new lines are dropped, not queued, so the
+				* workers' pipes never fill and they can exit */
 	char *buf;
 	size_t off, len, cap;  /* pending bytes are buf[off..len) */
 };
@@ -43,13 +49,22 @@ size_t out_console_pending(const struct out_console *c);
  * pending. */
 size_t out_console_flush(struct out_console *c);
 
-/* Writes everything, waiting for the reader (at exit). */
-void out_console_flush_all(struct out_console *c);
+/* Queues text of whole lines (slotrun's own messages) after what is
+ * pending; out_console_flush writes it. */
+void out_console_put(struct out_console *c, const char *buf, size_t len);
+
+/* Gives up what is pending (counted in dropped): at exit, when the reader
+ * did not take it in time. */
+void out_console_drop(struct out_console *c);
 
 struct out_stream {
 	int fd;                /* read end of the worker's pipe, -1 when closed */
 	struct out_console *console; /* NULL: not shown (filtered out) */
 	int file_fd;           /* -1: no log file */
+	int file_err;          /* a write to the log file failed with this errno: the
+				* file is closed and the rest is counted in file_lost */
+	size_t file_lost;
+	bool file_err_said;    /* for the caller: it said so */
 	struct out_tail *tail; /* NULL: not kept */
 	struct line_splitter ls;
 };

@@ -14,6 +14,7 @@ struct envb {
 	bool oom;
 };
 
+__attribute__((format(printf, 3, 4)))
 static void put(struct envb *b, const char *name, const char *fmt, ...)
 {
 	char *s = NULL, *val = NULL;
@@ -203,10 +204,10 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 	out->kind = PLAN_SECRET_DERIVED;
 }
 
-char *plan_slot_json(const struct plan *p, int i)
+char *plan_slot_json(const struct plan *p, int i, char *const *cmd)
 {
 	const struct plan_slot *s = &p->slots[i];
-	json_t *env = json_object(), *row;
+	json_t *env = json_object(), *row, *argv = NULL;
 	char *out;
 
 	for (char **e = s->env; *e; e++) {
@@ -217,10 +218,17 @@ char *plan_slot_json(const struct plan *p, int i)
 		json_object_set_new(env, name, json_string(strcmp(name, PLAN_SECRET_VAR) == 0 ?
 							   "<secret>" : eq + 1));
 	}
-	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o}", "rank", s->rank, "local_rank",
+	if (cmd) {
+		argv = json_array();
+		for (; *cmd; cmd++) {
+			json_t *a = json_string(*cmd);
+			json_array_append_new(argv, a ? a : json_string("<not UTF-8>"));
+		}
+	}
+	row = json_pack("{s:i, s:i, s:i, s:s?, s:s, s:s, s:o, s:o*}", "rank", s->rank, "local_rank",
 			s->local_rank, "node_rank", p->node_rank, "gpu", s->place.gpu,
 			"cpus", s->place.cpus ? s->place.cpus : "",
-			"numa", s->place.numa ? s->place.numa : "", "env", env);
+			"numa", s->place.numa ? s->place.numa : "", "env", env, "command", argv);
 	if (!row)
 		return NULL;
 	out = json_dumps(row, JSON_COMPACT);
@@ -237,27 +245,36 @@ static bool same_name(const char *a, const char *b)
 	return *a == '=' && *b == '=';
 }
 
-char **plan_envp(const struct plan_slot *s, char *const *base)
+static bool overridden(const char *var, char *const *over)
 {
-	int nb = 0, ns = 0, n = 0;
+	for (int j = 0; over && over[j]; j++)
+		if (same_name(var, over[j]))
+			return true;
+	return false;
+}
+
+char **plan_envp(const struct plan_slot *s, char *const *base, char *const *extra)
+{
+	int nb = 0, ns = 0, nx = 0, n = 0;
 	char **out;
 
 	while (base && base[nb])
 		nb++;
 	while (s->env[ns])
 		ns++;
-	out = calloc((size_t)(nb + ns + 1), sizeof(char *));
+	while (extra && extra[nx])
+		nx++;
+	out = calloc((size_t)(nb + ns + nx + 1), sizeof(char *));
 	if (!out)
 		return NULL;
-	for (int i = 0; i < nb; i++) {
-		bool overridden = false;
-		for (int j = 0; j < ns && !overridden; j++)
-			overridden = same_name(base[i], s->env[j]);
-		if (!overridden)
+	for (int i = 0; i < nb; i++)
+		if (!overridden(base[i], s->env) && !overridden(base[i], extra))
 			out[n++] = base[i];
-	}
 	for (int j = 0; j < ns; j++)
-		out[n++] = s->env[j];
+		if (!overridden(s->env[j], extra))
+			out[n++] = s->env[j];
+	for (int j = 0; j < nx; j++)
+		out[n++] = extra[j];
 	out[n] = NULL;
 	return out;
 }

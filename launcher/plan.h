@@ -77,12 +77,14 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 		     struct plan_secret *out);
 
 /* One --dry-run row: a one-line JSON object, malloc'd.  The secret's value
- * is shown as "<secret>". */
-char *plan_slot_json(const struct plan *p, int i);
+ * is shown as "<secret>".  cmd (NULL-terminated, or NULL to leave it out)
+ * is the command each worker runs, as "command". */
+char *plan_slot_json(const struct plan *p, int i, char *const *cmd);
 
 /* The worker's whole environment: base with the slot's variables set over
- * it.  A malloc'd NULL-terminated array whose strings are borrowed from
- * base and the slot; free only the array. */
-char **plan_envp(const struct plan_slot *s, char *const *base);
+ * it, and extra ("NAME=VALUE", NULL-terminated, or NULL: the attempt's
+ * variables) over both.  A malloc'd NULL-terminated array whose strings are
+ * borrowed; free only the array. */
+char **plan_envp(const struct plan_slot *s, char *const *base, char *const *extra);
 
 #endif

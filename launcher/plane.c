@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster_info.h"
 #include "sock.h"
 
 /* A peer that stops reading gets this much queued before it counts as lost. */
@@ -52,11 +53,13 @@ struct plane {
 	bool ended;
 	struct event *ev_tick;
 	double interval;
+	char **hosts;             /* per node, for messages: cfg->addrs, where one
+	                           * is unknown the address it joined from */
 	struct conn *conns;       /* every open connection */
 	struct conn *dead;        /* closed, freed at the next tick or at close */
 	/* chief */
 	int lfd;
-	struct event *ev_accept, *ev_join;
+	struct event *ev_accept, *ev_join, *ev_restart;
 	struct plane_coord_cfg ccfg;
 	struct plane_coord coord;
 	struct conn **by_node;
@@ -69,6 +72,7 @@ struct plane {
 	double join_deadline, retry_delay;
 	char connect_err[160];
 	bool local_done;
+	bool ever_started;        /* a first START came: a job, not a join */
 	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
 };
 
@@ -96,7 +100,19 @@ static void say(const char *fmt, ...)
 
 static const char *host_of(const struct plane *p, int node)
 {
-	return p->cfg->addrs[node];
+	return p->hosts[node];
+}
+
+/* A node whose address no source named is called by the one it joined
+ * from (the chief's view) or joins with (its own view). */
+static void learn_host(struct plane *p, int node, const char *addr)
+{
+	char *copy;
+
+	if (ci_addr_known(p->hosts[node]) || !ci_addr_known(addr) || !(copy = strdup(addr)))
+		return;
+	free(p->hosts[node]);
+	p->hosts[node] = copy;
 }
 
 /* ---- Connections ---- */
@@ -337,6 +353,17 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 		if (a->origin != 0)
 			p->h->signal(p->arg, a->signal);
 	}
+	if (a->restart) {
+		struct plane_msg m = { .type = PLANE_RESTART, .code = p->coord.restarts,
+				       .delay_ms = (int)(p->coord.delay * 1000), .cause = p->coord.ended };
+		double whole, frac = modf(p->coord.delay, &whole);
+		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+
+		chief_broadcast(p, &m, -1);
+		p->local_done = false;
+		p->h->restart(p->arg, p->coord.restarts, p->coord.delay, &p->coord.ended);
+		evtimer_add(p->ev_restart, &tv);
+	}
 	if (a->end) {
 		struct plane_msg m = { .type = PLANE_END, .code = p->coord.code, .cause = p->coord.cause };
 
@@ -378,6 +405,7 @@ static void chief_join(struct conn *c, const unsigned char *frame, size_t len, c
 	if (!a.abort) {
 		c->node = m->join.node_rank; /* in range: plane_coord_join checked */
 		p->by_node[c->node] = c;
+		learn_host(p, c->node, m->join.host[0] ? m->join.host : c->peer);
 	}
 	apply(p, &a, c);
 }
@@ -463,6 +491,14 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	}
 }
 
+static void on_restart_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct plane_acts a = plane_coord_restart_now(&p->coord);
+
+	apply(p, &a, NULL);
+}
+
 static void on_join_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
@@ -490,7 +526,8 @@ static int chief_listen(struct plane *p, char *err, size_t errlen)
 	}
 	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
 	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
-	if (!p->ev_accept || !p->ev_join) {
+	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
+	if (!p->ev_accept || !p->ev_join || !p->ev_restart) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -520,7 +557,8 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 	if (p->mstate == M_HELLO) {
 		unsigned char out[4 + PLANE_MAX_FRAME];
 		struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes,
-					.slots = g->slot_counts[g->node_rank], .world_size = g->world_size };
+					.slots = g->slot_counts[g->node_rank], .world_size = g->world_size,
+					.max_restarts = g->max_restarts };
 		int n;
 
 		if (m.type != PLANE_CHAL) {
@@ -528,6 +566,15 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 			return;
 		}
 		snprintf(j.version, sizeof(j.version), "%s", SLOTRUN_VERSION);
+		if (!ci_addr_known(host_of(p, g->node_rank))) {
+			struct sockaddr_storage ss;
+			socklen_t sl = sizeof(ss);
+			char mine[64];
+
+			if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+			    sock_addr_host((struct sockaddr *)&ss, mine, sizeof(mine)) == 0)
+				learn_host(p, g->node_rank, mine);
+		}
 		snprintf(j.host, sizeof(j.host), "%s", host_of(p, g->node_rank));
 		auth_nonce(c->nonce);
 		memcpy(c->peer_nonce, m.nonce, AUTH_NONCE_LEN);
@@ -561,7 +608,15 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 	case PLANE_START:
 		if (p->mstate == M_WAITING) {
 			p->mstate = M_RUNNING;
+			p->ever_started = true;
+			p->local_done = false;
 			p->h->start(p->arg);
+		}
+		return;
+	case PLANE_RESTART:
+		if (p->mstate == M_RUNNING) {
+			p->mstate = M_WAITING; /* for the next START */
+			p->h->restart(p->arg, m.code, m.delay_ms / 1000.0, &m.cause);
 		}
 		return;
 	case PLANE_ABORT:
@@ -689,7 +744,7 @@ static void chief_gone(struct plane *p, const char *why)
 	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", host_of(p, 0));
 	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "%s", why);
 	plane_cause_line(&p->chief_lost, line, sizeof(line));
-	if (p->mstate != M_RUNNING) {
+	if (!p->ever_started) {
 		say("%s before the job started", line);
 		end(p, 2, NULL);
 		return;
@@ -782,7 +837,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	snprintf(why, sizeof(why), "no heartbeat for %g s", p->cfg->hb_timeout);
 	for (struct conn *c = p->conns, *next; c && !p->ended; c = next) {
 		next = c->next;
-		if (c->connecting)
+		/* (a loss may close others, this one's next too: closed ones
+		 * link only to closed ones) */
+		if (c->fd < 0 || c->connecting)
 			continue;
 		if (c->draining) {
 			if (now - c->born > PLANE_AUTH_DEADLINE)
@@ -823,7 +880,13 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 			     .chief = cfg->node_rank == 0, .retry_delay = 0.05 };
 	p->interval = cfg->hb_timeout / PLANE_HB_PER_TIMEOUT;
 	p->ev_tick = event_new(base, -1, EV_PERSIST, on_tick, p);
-	if (!p->ev_tick) {
+	p->hosts = calloc((size_t)cfg->nnodes, sizeof(char *));
+	for (int k = 0; p->hosts && k < cfg->nnodes && p->ev_tick; k++)
+		if (!(p->hosts[k] = strdup(cfg->addrs[k]))) {
+			event_free(p->ev_tick);    /* out of memory: fail below */
+			p->ev_tick = NULL;
+		}
+	if (!p->ev_tick || !p->hosts) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
@@ -834,7 +897,8 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 	if (p->chief) {
 		p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
 						    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
-						    .addrs = cfg->addrs, .join_timeout = cfg->join_timeout };
+						    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
+						    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
 		p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 		if (!p->by_node || plane_coord_init(&p->coord, &p->ccfg) < 0) {
 			r = -ENOMEM;
@@ -972,6 +1036,8 @@ void plane_close(struct plane *p)
 		event_free(p->ev_accept);
 	if (p->ev_join)
 		event_free(p->ev_join);
+	if (p->ev_restart)
+		event_free(p->ev_restart);
 	if (p->ev_retry)
 		event_free(p->ev_retry);
 	if (p->lfd >= 0)
@@ -979,5 +1045,8 @@ void plane_close(struct plane *p)
 	if (p->chief)
 		plane_coord_free(&p->coord);
 	free(p->by_node);
+	for (int k = 0; p->hosts && k < p->cfg->nnodes; k++)
+		free(p->hosts[k]);
+	free(p->hosts);
 	free(p);
 }

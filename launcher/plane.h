@@ -29,13 +29,17 @@
 
 struct plane_cfg {
 	int nnodes, node_rank;
-	char *const *addrs;         /* chief first */
+	char *const *addrs;         /* chief first; CI_ADDR_UNKNOWN ("?") where no
+	                             * source named one: the plane then calls the
+	                             * node by the address it joined from */
 	const int *slot_counts;     /* per node */
 	int world_size;
 	int control_port;
 	double join_timeout;        /* seconds */
 	double hb_timeout;          /* seconds */
 	const char *secret;
+	const struct restart_policy *restart;  /* the chief's decides; NULL: none */
+	int max_restarts;           /* checked alike on every node */
 };
 
 struct plane_hooks {
@@ -46,6 +50,10 @@ struct plane_hooks {
 	void (*stop)(void *arg, int sig);
 	/* A signal for every worker (USR1, USR2, ...) from another node. */
 	void (*signal)(void *arg, int sig);
+	/* The attempt that ended with cause restarts: the workers are all gone
+	 * on every node; the next attempt (1 = the first restart) starts with
+	 * the start hook after delay seconds. */
+	void (*restart)(void *arg, int attempt, double delay, const struct plane_cause *cause);
 	/* The job is over (or will not start): exit with code.  cause is the
 	 * job's root cause (kind NONE on success, or when aborted before the
 	 * start, in which case the plane has printed the reason). */

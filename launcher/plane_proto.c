@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "restart.h"
 #include "status.h"
 
 /* ---- Encoding ---- */
@@ -65,6 +66,7 @@ static void put_join(struct wbuf *w, const struct plane_join *j)
 	put_i32(w, j->nnodes);
 	put_i32(w, j->slots);
 	put_i32(w, j->world_size);
+	put_i32(w, j->max_restarts);
 	put_str(w, j->version, sizeof(j->version));
 	put_str(w, j->host, sizeof(j->host));
 }
@@ -130,6 +132,11 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		break;
 	case PLANE_END:
 		put_i32(&w, m->code);
+		put_cause(&w, &m->cause);
+		break;
+	case PLANE_RESTART:
+		put_i32(&w, m->code);
+		put_i32(&w, m->delay_ms);
 		put_cause(&w, &m->cause);
 		break;
 	case PLANE_START:
@@ -219,6 +226,7 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 	j->nnodes = get_i32(r);
 	j->slots = get_i32(r);
 	j->world_size = get_i32(r);
+	j->max_restarts = get_i32(r);
 	get_str(r, j->version, sizeof(j->version));
 	get_str(r, j->host, sizeof(j->host));
 }
@@ -307,6 +315,13 @@ int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m)
 	case PLANE_END:
 		m->code = get_i32(&r);
 		get_cause(&r, &m->cause);
+		break;
+	case PLANE_RESTART:
+		m->code = get_i32(&r);
+		m->delay_ms = get_i32(&r);
+		get_cause(&r, &m->cause);
+		if (m->code < 1 || m->delay_ms < 0)
+			return -EPROTO;
 		break;
 	case PLANE_START:
 	case PLANE_PING:
@@ -482,6 +497,11 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 		return abort_with(c, 2, "node %d (%s) says world size %d, node 0 was told %d", k, j->host,
 				  j->world_size, g->world_size);
 	}
+	if (j->max_restarts != g->max_restarts) {
+		c->st[k] = PLANE_N_TOLD;
+		return abort_with(c, 2, "node %d (%s) says --max-restarts %d, node 0 was told %d", k, j->host,
+				  j->max_restarts, g->max_restarts);
+	}
 	c->st[k] = PLANE_N_JOINED;
 	if (++c->joined == g->nnodes) {
 		c->phase = PLANE_RUNNING;
@@ -574,11 +594,36 @@ void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 	}
 }
 
+static bool any_lost(const struct plane_coord *c)
+{
+	for (int k = 0; k < c->cfg->nnodes; k++)
+		if (c->st[k] == PLANE_N_LOST)
+			return true;
+	return false;
+}
+
+static struct plane_acts end_now(struct plane_coord *c, struct plane_acts a)
+{
+	c->phase = PLANE_ENDED;
+	a.end = true;
+	return a;
+}
+
 static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
 {
 	if (c->phase != PLANE_RUNNING || !all_done(c))
 		return a;
-	c->phase = PLANE_ENDED;
+	if (c->cfg->restart && !any_lost(c) && restart_allowed(c->cfg->restart, &c->cause, c->restarts)) {
+		c->delay = restart_delay(c->cfg->restart, c->restarts);
+		c->restarts++;
+		c->ended = c->cause;
+		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_NONE };
+		for (int k = 0; k < c->cfg->nnodes; k++)
+			c->st[k] = PLANE_N_JOINED;
+		c->phase = PLANE_RESTARTING;
+		a.restart = true;
+		return a;
+	}
 	c->code = plane_cause_code(&c->cause);
 	/* no root cause, yet a node did not finish cleanly: its own status */
 	for (int k = 0; c->cause.kind == PLANE_CAUSE_NONE && k < c->cfg->nnodes; k++)
@@ -586,7 +631,17 @@ static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
 			c->code = c->done_code[k];
 			break;
 		}
-	a.end = true;
+	return end_now(c, a);
+}
+
+struct plane_acts plane_coord_restart_now(struct plane_coord *c)
+{
+	struct plane_acts a = { .origin = -1 };
+
+	if (c->phase != PLANE_RESTARTING)
+		return a;
+	c->phase = PLANE_RUNNING;
+	a.start = true;
 	return a;
 }
 
@@ -625,6 +680,14 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 	if (node < 0 || node >= c->cfg->nnodes || c->phase == PLANE_ENDED || c->phase == PLANE_ABORTING)
 		return a;
 	host = c->cfg->addrs[node];
+	if (c->phase == PLANE_RESTARTING) {
+		if (!stops)
+			return a; /* no worker to tell */
+		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = node, .code = sig };
+		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+		c->code = 128 + sig;
+		return end_now(c, a);
+	}
 	if (c->phase == PLANE_JOINING) {
 		if (!stops)
 			return a; /* no worker to tell yet */
@@ -652,7 +715,7 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code)
 {
 	struct plane_acts a = { .origin = node };
 
-	if (node < 0 || node >= c->cfg->nnodes || c->st[node] != PLANE_N_JOINED)
+	if (node < 0 || node >= c->cfg->nnodes || c->st[node] != PLANE_N_JOINED || c->phase != PLANE_RUNNING)
 		return a;
 	c->st[node] = PLANE_N_DONE;
 	c->done_code[node] = code;
@@ -678,7 +741,11 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = node };
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
 		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why);
-		a.stop = true;
+		a.stop = c->phase == PLANE_RUNNING;
+	}
+	if (c->phase == PLANE_RESTARTING) { /* it will not come back: no next attempt */
+		c->code = plane_cause_code(&c->cause);
+		return end_now(c, a);
 	}
 	return maybe_end(c, a);
 }

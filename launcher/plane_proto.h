@@ -31,6 +31,8 @@
 
 #include "auth.h"
 
+struct restart_policy;
+
 #define PLANE_MAGIC "slotrun-plane/1"   /* with its NUL: 16 bytes on the wire */
 #define PLANE_MAGIC_LEN 16
 #define PLANE_MAX_FRAME 32768           /* type + payload */
@@ -54,11 +56,14 @@ enum plane_type {
 	PLANE_DONE,       /* node -> chief: code: this node's workers are all reaped */
 	PLANE_END,        /* chief -> node: code, cause: the job is over, exit */
 	PLANE_PING,       /* both ways: heartbeat */
-	PLANE_TYPE_LAST = PLANE_PING
+	PLANE_RESTART,    /* chief -> node: attempt, delay (ms), cause: every node's workers
+			   * are gone; attempt `code` starts with the next START */
+	PLANE_TYPE_LAST = PLANE_RESTART
 };
 
 struct plane_join {
 	int node_rank, nnodes, slots, world_size;
+	int max_restarts;
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
 };
@@ -88,9 +93,11 @@ struct plane_msg {
 	unsigned char nonce[AUTH_NONCE_LEN];  /* CHAL, JOIN */
 	unsigned char mac[AUTH_MAC_LEN];      /* JOIN, WELCOME */
 	struct plane_join join;               /* JOIN */
-	int code;                             /* ABORT, DONE, END */
+	int code;                             /* ABORT, DONE, END; RESTART: the attempt (1 = the
+					       * first restart) */
+	int delay_ms;                         /* RESTART */
 	int sig, node;                        /* STOP_REQ, SIGNAL_REQ (sig); STOP, SIGNAL */
-	struct plane_cause cause;             /* FAIL, STOP, END */
+	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT */
 };
 
@@ -137,12 +144,16 @@ struct plane_coord_cfg {
 	const char *version;
 	char *const *addrs;        /* node addresses, for messages */
 	double join_timeout;       /* seconds, for messages */
+	const struct restart_policy *restart;  /* NULL: no restarts */
+	int max_restarts;          /* every node must say the same */
 };
 
 enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST, PLANE_N_TOLD };
 /* ABORTING: the job will not start; the chief stays until every node has
  * been told why (or the join timeout), so that each says the same line. */
-enum plane_phase { PLANE_JOINING, PLANE_ABORTING, PLANE_RUNNING, PLANE_ENDED };
+/* RESTARTING: every node's workers are gone after a failure that may be
+ * retried; the next attempt starts when the backoff delay has passed. */
+enum plane_phase { PLANE_JOINING, PLANE_ABORTING, PLANE_RUNNING, PLANE_RESTARTING, PLANE_ENDED };
 
 struct plane_coord {
 	const struct plane_coord_cfg *cfg;
@@ -154,6 +165,9 @@ struct plane_coord {
 	double cause_t;             /* the chief's clock when it was taken */
 	int code;                   /* the job's status, once ended */
 	char why[PLANE_TEXT_MAX];   /* ABORTING: the reason */
+	int restarts;               /* restarts so far */
+	struct plane_cause ended;   /* RESTARTING: the root cause of the attempt that ended */
+	double delay;               /* RESTARTING: seconds before the next attempt */
 };
 
 /* What the chief must carry out after an event, in this order.  A stop or
@@ -172,6 +186,8 @@ struct plane_acts {
 	int signal;            /* != 0: send SIGNAL(signal, origin); ours too unless origin 0 */
 	int origin;
 	bool end;              /* send END(c->code, c->cause) to every node left; exit c->code */
+	bool restart;          /* send RESTART(c->restarts, c->delay, c->ended) to every node; wait
+				* c->delay, then plane_coord_restart_now() */
 };
 
 /* The root cause window of the supervisor (SUP_ROOT_WINDOW) across nodes: a
@@ -201,6 +217,9 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 
 /* Node `node`'s workers are all reaped; code is its own status. */
 struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
+
+/* The backoff delay of a restart has passed: start the next attempt. */
+struct plane_acts plane_coord_restart_now(struct plane_coord *c);
 
 /* Node `node` went away (why: "connection closed", "no heartbeat for 5 s"). */
 struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *why);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "output.h"
 #include "procs.h"
 #include "spawn.h"
+#include "io.h"
 #include "status.h"
 #include "summary.h"
 #include "supervisor.h"
@@ -34,7 +36,9 @@ struct worker {
 	struct out_tail tail;
 	struct timespec when;
 	double after;
+	double active;               /* when it last wrote (or started), seconds since start */
 	char note[256];
+	char *diag;                  /* what it was doing when it had to be killed, or NULL */
 };
 
 struct runner {
@@ -51,18 +55,65 @@ struct runner {
 	struct timespec t0;
 	struct out_console con[2];   /* slotrun's stdout and stderr */
 	struct event *ev_con[2];
-	bool paused;                 /* workers' pipes not read: consoles are full */
+	bool paused[2];              /* workers' stdout (stderr) pipes not read: that console is full */
 	sigset_t orig_mask;          /* the signal mask slotrun was started with */
 	struct plane *plane;         /* several nodes, else NULL */
 	bool started;                /* the workers were started */
 	bool ended;                  /* the plane said the job is over */
 	int job_code;                /* ... with this status */
 	struct plane_cause job_cause;
+	bool finished;               /* the loop is to end */
+	bool ever_started;           /* some attempt started its workers */
+	int attempt;                 /* 0 for the first, k for restart k */
+	struct plane_cause *history; /* the root cause of every attempt before this one */
+	struct event *backoff;       /* one node: the wait before the next attempt */
+	int stopped_between;         /* one node: the signal that stopped us between attempts */
+	bool flushing;               /* at exit: writing what the consoles hold */
+	bool give_up;                /* ... until told to stop, or the deadline */
+	bool stdout_said;            /* its write failure was said */
+	struct event *flush_deadline;
+	struct event *hang_check;    /* with --hang-timeout */
 };
+
+/* slotrun's own lines go through its stderr queue like the workers': an
+ * unread stderr must not block the loop. */
+static void note(struct runner *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(struct runner *r, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	out_console_put(&r->con[1], line, (size_t)n);
+	if (r->ev_con[1] && out_console_flush(&r->con[1]) > 0)
+		event_add(r->ev_con[1], NULL);
+}
+
+/* "slotrun: rank 3 (node 1): ...": how every diagnostic names a rank. */
+#define say_rank(r, i, fmt, ...) \
+	note(r, "slotrun: rank %d (node %d): " fmt, (r)->cfg->plan->slots[i].rank, \
+	     (r)->cfg->plan->node_rank, __VA_ARGS__)
 
 static double since(const struct timespec *t0, const struct timespec *t)
 {
 	return (double)(t->tv_sec - t0->tv_sec) + (double)(t->tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static double now_since(const struct runner *r)
+{
+	struct timespec mono;
+
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	return since(&r->t0, &mono);
 }
 
 /* ECHILD from waitpid(-1) is exact: any live descendant would have a
@@ -75,6 +126,16 @@ static bool have_children(void)
 
 static void apply(struct runner *r, struct sup_actions a);
 static void tell_plane_root(struct runner *r);
+static bool restart_alone(struct runner *r);
+static void flush_consoles(struct runner *r);
+static void diagnose(struct runner *r);
+static void arm_hang_check(struct runner *r);
+
+static void finish(struct runner *r)
+{
+	r->finished = true;
+	event_base_loopbreak(r->base);
+}
 
 static void feed(struct runner *r, struct sup_event ev)
 {
@@ -95,6 +156,10 @@ static void apply(struct runner *r, struct sup_actions a)
 	 * it act on the SIGTERM.  First, not after: a SIGCONT that lands while
 	 * something is being stopped on purpose (a tracer's SIGSTOP, e.g.
 	 * LeakSanitizer at a worker's exit) cancels that stop and hangs it. */
+	if (a.signal_workers && r->sup.state != SUP_RUNNING)
+		flush_consoles(r); /* the stop begins: read on, shed */
+	if (a.signal_workers == SIGKILL && r->sup.sigints < 2)
+		diagnose(r);
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
 			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0) {
@@ -122,8 +187,8 @@ static void apply(struct runner *r, struct sup_actions a)
 		/* With a job plane the job's end is the chief's to say. */
 		if (r->plane && !r->ended)
 			plane_local_done(r->plane, sup_exit_code(&r->sup));
-		else
-			event_base_loopbreak(r->base);
+		else if (r->plane || !restart_alone(r))
+			finish(r);
 		return;
 	}
 	if (a.check_strays && !have_children())
@@ -135,13 +200,22 @@ static void reap(struct runner *r)
 	int status;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
 		for (int i = 0; i < r->n; i++) {
 			struct worker *w = &r->w[i];
 			struct timespec mono;
 
 			if (w->pid != pid)
 				continue;
+			if (WIFSTOPPED(status)) { /* slotrun never stops a worker */
+				say_rank(r, i, "stopped by SIG%s (not by slotrun): the job waits for it until it "
+					 "is continued (SIGCONT)%s", sigabbrev_np(WSTOPSIG(status)) ?
+					 sigabbrev_np(WSTOPSIG(status)) : "?", r->cfg->hang_timeout > 0 ?
+					 " or --hang-timeout runs out" : "");
+				break;
+			}
+			if (WIFCONTINUED(status))
+				break;
 			clock_gettime(CLOCK_REALTIME, &w->when);
 			clock_gettime(CLOCK_MONOTONIC, &mono);
 			w->after = since(&r->t0, &mono);
@@ -149,7 +223,7 @@ static void reap(struct runner *r)
 						    .t = w->after });
 			break;
 		}
-		/* not a worker: an adopted stray, now reaped */
+		/* not a worker: an adopted stray, now reaped (or stopped) */
 	}
 	if (r->sup.state == SUP_SWEEP && !have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
@@ -163,10 +237,21 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		reap(r);
 		return;
 	}
+	if (r->flushing) { /* at exit: told to stop, stop writing */
+		if (sig == SIGTERM || sig == SIGINT)
+			r->give_up = true;
+		return;
+	}
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
-	if (r->plane)
+	if (r->plane) {
 		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
+	} else if (!r->started && (sig == SIGTERM || sig == SIGINT)) {
+		/* waiting to restart: nothing runs, so stop at once */
+		evtimer_del(r->backoff);
+		r->stopped_between = (int)sig;
+		finish(r);
+	}
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -174,28 +259,28 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	feed(arg, (struct sup_event){ .type = SUP_EV_TIMER });
 }
 
-/* Reading the workers' pipes stops while the consoles hold more than
- * OUT_CONSOLE_HIGH bytes: the workers block on their full pipes, slotrun
- * does not, so teardown and signals go on whatever the reader does. */
-static void set_paused(struct runner *r, bool paused)
+/* Reading the workers' stdout (stderr) pipes stops while slotrun's stdout
+ * (stderr) holds more than OUT_CONSOLE_HIGH bytes: the workers block on
+ * their full pipes, slotrun does not, so teardown and signals go on
+ * whatever the reader does; and a stdout nobody reads does not hold back
+ * what goes to stderr (a failure's last words). */
+static void set_paused(struct runner *r, int k, bool paused)
 {
-	if (r->paused == paused)
+	if (r->paused[k] == paused)
 		return;
-	r->paused = paused;
+	r->paused[k] = paused;
 	for (int i = 0; i < r->n; i++) {
 		struct worker *w = &r->w[i];
+		struct event *ev = k == 0 ? w->ev_out : w->ev_err;
+		int fd = k == 0 ? w->out.fd : w->err.fd;
 
-		if (w->ev_out && w->out.fd >= 0)
-			paused ? event_del(w->ev_out) : event_add(w->ev_out, NULL);
-		if (w->ev_err && w->err.fd >= 0)
-			paused ? event_del(w->ev_err) : event_add(w->ev_err, NULL);
+		if (ev && fd >= 0)
+			paused ? event_del(ev) : event_add(ev, NULL);
 	}
 }
 
 static void flush_consoles(struct runner *r)
 {
-	size_t pending = 0;
-
 	for (int k = 0; k < 2; k++) {
 		size_t left = out_console_flush(&r->con[k]);
 
@@ -203,17 +288,39 @@ static void flush_consoles(struct runner *r)
 			event_add(r->ev_con[k], NULL);
 		else
 			event_del(r->ev_con[k]);
-		pending += left;
+		/* While the job runs a slow reader slows the workers; once it
+		 * stops, their output is read on and shed, so they can exit. */
+		if (r->sup.state != SUP_RUNNING) {
+			r->con[k].shed = true;
+			set_paused(r, k, false);
+		} else if (left > OUT_CONSOLE_HIGH) {
+			set_paused(r, k, true);
+		} else if (left < OUT_CONSOLE_LOW) {
+			set_paused(r, k, false);
+		}
 	}
-	if (pending > OUT_CONSOLE_HIGH)
-		set_paused(r, true);
-	else if (pending < OUT_CONSOLE_LOW)
-		set_paused(r, false);
+	if (r->con[0].broken && !r->stdout_said) {
+		r->stdout_said = true;
+		note(r, "slotrun: stdout: %s: the workers' output to it is dropped from now on",
+		     strerror(r->con[0].err));
+	}
 }
 
 static void on_console(evutil_socket_t fd, short what, void *arg)
 {
 	flush_consoles(arg);
+}
+
+/* A log file that stopped taking lines (a full disk, an I/O error) is said
+ * when it happens, once. */
+static void say_file_error(struct runner *r, struct worker *w, struct out_stream *s)
+{
+	if (!s->file_err || s->file_err_said)
+		return;
+	s->file_err_said = true;
+	say_rank(r, (int)(w - r->w), "log file %s/rank-%d.%s: %s: the rest of its %s is not in it",
+		 r->cfg->log_dir, r->cfg->plan->slots[w - r->w].rank, s == &w->out ? "stdout" : "stderr",
+		 strerror(s->file_err), s == &w->out ? "stdout" : "stderr");
 }
 
 static void on_stream(evutil_socket_t fd, short what, void *arg)
@@ -227,18 +334,34 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	 * reuse the number. */
 	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
 		event_del(is_out ? w->ev_out : w->ev_err);
+	w->active = now_since(r);
+	say_file_error(r, w, s);
 	flush_consoles(r);
 }
 
-static int open_log(const char *dir, int rank, const char *stream, char *err, size_t errlen)
+static int attempts_total(const struct runner *r)
 {
-	char path[4096];
-	int fd;
+	return r->cfg->restart ? r->cfg->restart->max_restarts + 1 : 1;
+}
 
-	snprintf(path, sizeof(path), "%s/rank-%d.%s", dir, rank, stream);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
+/* The first attempt starts the file afresh; a restart appends to it after
+ * a marker line. */
+static int open_log(const struct runner *r, int rank, const char *stream, char *err, size_t errlen)
+{
+	char path[4096], mark[96];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/rank-%d.%s", r->cfg->log_dir, rank, stream);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (r->attempt ? O_APPEND : O_TRUNC), 0644);
+	if (fd < 0) {
 		snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+		return fd;
+	}
+	if (r->attempt) {
+		n = snprintf(mark, sizeof(mark), "==== slotrun: attempt %d of %d ====\n", r->attempt + 1,
+			     attempts_total(r));
+		(void)io_write_all(fd, mark, (size_t)n);
+	}
 	return fd;
 }
 
@@ -285,12 +408,20 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 	const struct runner_cfg *c = r->cfg;
 	int *report = calloc((size_t)r->n, sizeof(int));
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	char err[512];
+	char err[512], vars[4][PLAN_SECRET_MAX + 64], *attempt_env[5] = { vars[0], vars[1], vars[2], NULL, NULL };
 	int said_stage = -1, said_errno = 0, same = 0, rc = 0;
 
+	/* torchrun's names beside ours; each restart a rendezvous secret of
+	 * its own, so nothing of an earlier attempt can join a later one */
+	snprintf(vars[0], sizeof(vars[0]), "SLOTRUN_RESTART_COUNT=%d", r->attempt);
+	snprintf(vars[1], sizeof(vars[1]), "TORCHELASTIC_RESTART_COUNT=%d", r->attempt);
+	snprintf(vars[2], sizeof(vars[2]), "TORCHELASTIC_MAX_RESTARTS=%d", attempts_total(r) - 1);
+	if (r->attempt && c->secret) {
+		snprintf(vars[3], sizeof(vars[3]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
+		attempt_env[3] = vars[3];
+	}
 	if (!report || devnull < 0) {
-		fprintf(stderr, "slotrun: cannot start the workers: %s\n",
-			devnull < 0 ? strerror(errno) : "out of memory");
+		note(r, "slotrun: cannot start the workers: %s", devnull < 0 ? strerror(errno) : "out of memory");
 		free(report);
 		if (devnull >= 0)
 			close(devnull);
@@ -303,9 +434,9 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		char rankbuf[16], **argv, **envp;
 		struct spawn_req req;
 
-		if (c->log_dir && ((lo = open_log(c->log_dir, s->rank, "stdout", err, sizeof(err))) < 0 ||
-				   (le = open_log(c->log_dir, s->rank, "stderr", err, sizeof(err))) < 0)) {
-			fprintf(stderr, "slotrun: %s\n", err);
+		if (c->log_dir && ((lo = open_log(r, s->rank, "stdout", err, sizeof(err))) < 0 ||
+				   (le = open_log(r, s->rank, "stderr", err, sizeof(err))) < 0)) {
+			note(r, "slotrun: %s", err);
 			snprintf(w->note, sizeof(w->note), "%s", err);
 			if (lo >= 0)
 				close(lo);
@@ -321,7 +452,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 				if (pe[k] >= 0)
 					close(pe[k]);
 			}
-			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			say_rank(r, i, "%s", w->note);
 			if (lo >= 0)
 				close(lo);
 			if (le >= 0)
@@ -334,7 +465,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		out_stream_init(&w->out, po[0], s->shown ? &r->con[0] : NULL, lo, NULL);
 		out_stream_init(&w->err, pe[0], s->shown ? &r->con[1] : NULL, le, &w->tail);
 		argv = worker_argv(c, s, rankbuf);
-		envp = plan_envp(s, c->base_env);
+		envp = plan_envp(s, c->base_env, attempt_env);
 		req = (struct spawn_req){
 			.path = c->exec_path, .argv = argv, .envp = envp,
 			.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],
@@ -350,7 +481,7 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 		close(pe[1]);
 		if (e < 0) {
 			snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
-			fprintf(stderr, "slotrun: rank %d: %s\n", s->rank, w->note);
+			say_rank(r, i, "%s", w->note);
 			w->pid = 0;
 			report[i] = -1;
 			rc = e;
@@ -368,61 +499,66 @@ static int spawn_all(struct runner *r, const sigset_t *orig_mask)
 			continue;
 		stage_text(r, i, st, e, r->w[i].note, sizeof(r->w[i].note));
 		if (said_stage < 0) {
-			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
-				c->plan->node_rank, r->w[i].note);
+			say_rank(r, i, "%s", r->w[i].note);
 			said_stage = st;
 			said_errno = e;
 		} else if ((int)st == said_stage && e == said_errno) {
 			same++;
 		} else {
-			fprintf(stderr, "slotrun: rank %d (node %d): %s\n", c->plan->slots[i].rank,
-				c->plan->node_rank, r->w[i].note);
+			say_rank(r, i, "%s", r->w[i].note);
 		}
 	}
 	if (same)
-		fprintf(stderr, "slotrun: (the same on %d other rank%s)\n", same, same == 1 ? "" : "s");
+		note(r, "slotrun: (the same on %d other rank%s)", same, same == 1 ? "" : "s");
 	close(devnull);
 	free(report);
 	return rc;
 }
 
-/* Our root cause for the job plane: what the summary on every node shows. */
-static void tell_plane_root(struct runner *r)
+/* Our root cause as the job plane and the restart history carry it. */
+static void local_cause(struct runner *r, struct plane_cause *f)
 {
 	const struct runner_cfg *c = r->cfg;
 	int i = r->sup.root_cause;
 	struct worker *w = &r->w[i];
-	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .node = c->plane->node_rank,
-				 .rank = c->plan->slots[i].rank, .code = r->code[i],
-				 .when_ms = (int64_t)w->when.tv_sec * 1000 + w->when.tv_nsec / 1000000,
-				 .after_ms = (int64_t)(w->after * 1000) };
 	char **lines = NULL;
 	size_t len = 0;
 	int n, from;
 
+	*f = (struct plane_cause){ .kind = PLANE_CAUSE_RANK, .node = c->plan->node_rank,
+				   .rank = c->plan->slots[i].rank, .code = r->code[i],
+				   .when_ms = (int64_t)w->when.tv_sec * 1000 + w->when.tv_nsec / 1000000,
+				   .after_ms = (int64_t)(w->after * 1000) };
 	/* the worker is reaped, so its last lines are in the pipe: take them
 	 * into the tail first */
 	while (w->err.fd >= 0 && out_stream_pump(&w->err) == OUT_PUMP_MORE)
 		;
-	snprintf(f.host, sizeof(f.host), "%s", c->plane->addrs[c->plane->node_rank]);
-	snprintf(f.text, sizeof(f.text), "%s", w->note);
+	snprintf(f->host, sizeof(f->host), "%s", c->host ? c->host : "");
+	snprintf(f->text, sizeof(f->text), "%s", w->note);
 	n = out_tail_lines(&w->tail, OUT_TAIL_LINES, &lines);
 	/* the newest lines that fit */
-	for (from = n; from > 0 && len + strlen(lines[from - 1]) + 1 < sizeof(f.tail); from--)
+	for (from = n; from > 0 && len + strlen(lines[from - 1]) + 1 < sizeof(f->tail); from--)
 		len += strlen(lines[from - 1]) + 1;
 	len = 0;
 	for (int k = 0; k < n; k++) {
 		if (k >= from) {
 			size_t l = strlen(lines[k]);
 
-			memcpy(f.tail + len, lines[k], l);
-			f.tail[len + l] = '\n';
+			memcpy(f->tail + len, lines[k], l);
+			f->tail[len + l] = '\n';
 			len += l + 1;
 		}
 		free(lines[k]);
 	}
 	free(lines);
-	f.tail[len] = '\0';
+	f->tail[len] = '\0';
+}
+
+static void tell_plane_root(struct runner *r)
+{
+	struct plane_cause f;
+
+	local_cause(r, &f);
 	plane_local_fail(r->plane, &f);
 }
 
@@ -441,33 +577,307 @@ static void drain(struct runner *r)
 	}
 }
 
+/* The attempt is over: its pipes are read to the end and closed. */
+static void end_attempt(struct runner *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		if (r->w[i].ev_out)
+			event_free(r->w[i].ev_out);
+		if (r->w[i].ev_err)
+			event_free(r->w[i].ev_err);
+		r->w[i].ev_out = r->w[i].ev_err = NULL;
+	}
+	drain(r);
+}
+
+/* The next attempt starts from nothing but the history. */
+static void begin_restart(struct runner *r, int attempt, double delay, const struct plane_cause *cause)
+{
+	char line[PLANE_TEXT_MAX + 64];
+
+	if (r->attempt < attempts_total(r) - 1) /* the nodes agreed on the count: always */
+		r->history[r->attempt] = *cause;
+	plane_cause_line(cause, line, sizeof(line));
+	note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, attempts_total(r), delay, line);
+	end_attempt(r);
+	for (int i = 0; i < r->n; i++) {
+		free(r->w[i].diag);
+		r->w[i] = (struct worker){ .runner = r };
+		out_stream_init(&r->w[i].out, -1, NULL, -1, NULL);
+		out_stream_init(&r->w[i].err, -1, NULL, -1, NULL);
+	}
+	sup_init(&r->sup, r->n, r->fate, r->code);
+	r->paused[0] = r->paused[1] = false;
+	r->started = false;
+	r->attempt = attempt;
+}
+
+/* One node: whether the attempt that just ended restarts; if so the
+ * backoff timer is armed. */
+static bool restart_alone(struct runner *r)
+{
+	const struct restart_policy *pol = r->cfg->restart;
+	struct plane_cause cause = { .kind = PLANE_CAUSE_NONE };
+	double delay, whole, frac;
+	struct timeval tv;
+
+	if (!pol || r->sup.root_cause < 0)
+		return false;
+	local_cause(r, &cause);
+	if (!restart_allowed(pol, &cause, r->attempt))
+		return false;
+	delay = restart_delay(pol, r->attempt);
+	begin_restart(r, r->attempt + 1, delay, &cause);
+	frac = modf(delay, &whole);
+	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	evtimer_add(r->backoff, &tv);
+	return true;
+}
+
+static void start_workers(struct runner *r);
+
+static void on_backoff(evutil_socket_t fd, short what, void *arg)
+{
+	start_workers(arg);
+}
+
+/* --hang-timeout: a worker that neither wrote nor exited for that long
+ * fails the job.  While the consoles hold its output back (a slow reader),
+ * silence is no sign of a hang. */
+static void on_hang_check(evutil_socket_t fd, short what, void *arg)
+{
+	struct runner *r = arg;
+	double now = now_since(r), limit = r->cfg->hang_timeout;
+
+	if (!r->started || r->sup.state != SUP_RUNNING)
+		return;
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+
+		if (r->paused[0] || r->paused[1])
+			w->active = now;
+		if (r->fate[i] != SUP_W_RUNNING || now - w->active <= limit)
+			continue;
+		snprintf(w->note, sizeof(w->note), "no output and no exit for %g s (--hang-timeout)", limit);
+		say_rank(r, i, "%s: stopping the job", w->note);
+		feed(r, (struct sup_event){ .type = SUP_EV_HANG, .worker = i, .t = now });
+		return;
+	}
+}
+
+static void arm_hang_check(struct runner *r)
+{
+	double every = r->cfg->hang_timeout / 10, whole, frac;
+	struct timeval tv;
+
+	if (r->cfg->hang_timeout <= 0)
+		return;
+	every = every < 0.05 ? 0.05 : every > 1 ? 1 : every;
+	frac = modf(every, &whole);
+	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	event_add(r->hang_check, &tv);
+}
+
+/* What a worker's processes were doing when the grace ran out: state,
+ * kernel wait channel and, with elfutils' eu-stack, the native stack. */
+#define DIAG_PROCS 4
+#define DIAG_FRAMES 8
+#define DIAG_BUDGET 5.0  /* seconds for all the stacks together */
+
+static void diag_proc(FILE *f, pid_t pid, bool stack)
+{
+	char path[64], stat[512], wchan[128] = "", comm[64] = "?", state = '?', *open_paren, *close_paren;
+	FILE *in;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (!(in = fopen(path, "re")))
+		return;
+	n = fread(stat, 1, sizeof(stat) - 1, in);
+	fclose(in);
+	stat[n] = '\0';
+	open_paren = strchr(stat, '(');
+	close_paren = strrchr(stat, ')');
+	if (open_paren && close_paren && close_paren > open_paren) {
+		snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+		state = close_paren[1] == ' ' ? close_paren[2] : '?';
+	}
+	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
+	if ((in = fopen(path, "re"))) {
+		n = fread(wchan, 1, sizeof(wchan) - 1, in);
+		wchan[n] = '\0';
+		fclose(in);
+	}
+	fprintf(f, "pid %d (%s) state %c%s%s\n", (int)pid, comm, state, wchan[0] && strcmp(wchan, "0") ?
+		", waiting in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "");
+	if (stack) {
+		char cmd[96], line[512];
+		int frames = 0;
+
+		snprintf(cmd, sizeof(cmd), "exec timeout 2 eu-stack -p %d -n %d 2>/dev/null", (int)pid, DIAG_FRAMES);
+		if ((in = popen(cmd, "re"))) {
+			while (fgets(line, sizeof(line), in))
+				if (line[0] == '#' && frames++ < DIAG_FRAMES)
+					fprintf(f, "  %s", line);
+			pclose(in);
+		}
+	}
+}
+
+static bool have_eu_stack(void)
+{
+	return system("command -v eu-stack >/dev/null 2>&1") == 0;
+}
+
+static void diagnose(struct runner *r)
+{
+	bool stacks = have_eu_stack();
+	double t0 = now_since(r);
+
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+		pid_t pids[DIAG_PROCS];
+		size_t len = 0;
+		FILE *f;
+		int n;
+
+		if (r->fate[i] != SUP_W_RUNNING || w->pid <= 0 || w->diag)
+			continue;
+		n = procs_tree(w->pid, pids, DIAG_PROCS);
+		if (n <= 0 || !(f = open_memstream(&w->diag, &len)))
+			continue;
+		for (int k = 0; k < n; k++)
+			diag_proc(f, pids[k], stacks && now_since(r) - t0 < DIAG_BUDGET);
+		fclose(f);
+	}
+}
+
+static void on_flush_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	((struct runner *)arg)->give_up = true;
+}
+
+/* At exit: writes what the consoles hold on the loop, so that signals
+ * still act; gives up (counting what is dropped) when told to stop, or
+ * after `limit` seconds (< 0: no limit; a reader slow but alive is waited
+ * for). */
+static void flush_out(struct runner *r, double limit)
+{
+	double whole, frac = modf(limit, &whole);
+	struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+
+	r->flushing = true;
+	r->give_up = false;
+	if (limit >= 0)
+		evtimer_add(r->flush_deadline, &tv);
+	flush_consoles(r);
+	while (!r->give_up && out_console_pending(&r->con[0]) + out_console_pending(&r->con[1]) > 0)
+		if (event_base_loop(r->base, EVLOOP_ONCE) < 0)
+			break;
+	evtimer_del(r->flush_deadline);
+	if (r->give_up)
+		for (int k = 0; k < 2; k++)
+			out_console_drop(&r->con[k]);
+	r->flushing = false;
+}
+
+/* What was lost on the way, one line each: a log file that failed, a
+ * console that failed or could not be written in time. */
+static void print_losses(FILE *f, const struct runner *r)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+
+	for (int i = 0; i < r->n; i++) {
+		const struct out_stream *ss[2] = { &r->w[i].out, &r->w[i].err };
+
+		for (int k = 0; k < 2; k++)
+			if (ss[k]->file_err)
+				fprintf(f, "slotrun: output lost: rank %d's %s log (%s): %zu bytes not written\n",
+					r->cfg->plan->slots[i].rank, names[k], strerror(ss[k]->file_err),
+					ss[k]->file_lost);
+	}
+	for (int k = 0; k < 2; k++)
+		if (r->con[k].dropped)
+			fprintf(f, "slotrun: output lost: %zu bytes for slotrun's %s were dropped (%s)\n",
+				r->con[k].dropped, names[k],
+				r->con[k].err ? strerror(r->con[k].err) : "its reader did not take them in time");
+}
+
+static bool lost_any(const struct runner *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->w[i].out.file_err || r->w[i].err.file_err)
+			return true;
+	return r->con[0].dropped || r->con[1].dropped;
+}
+
+/* The summary goes through the stderr queue too, into memory first. */
 static void report(struct runner *r, int code)
 {
 	const struct runner_cfg *c = r->cfg;
+	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
+	int n = r->started ? r->n : 0; /* stopped between attempts: none ran */
 	struct sum_worker *sw;
 	struct sum_job job;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
 
-	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
-
-	if (code == 0 && (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
+	if (code == 0 && !r->attempt && !lost_any(r) &&
+	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
 		return;
 	sw = calloc((size_t)r->n, sizeof(*sw));
-	if (!sw)
+	mem = open_memstream(&text, &len);
+	if (!sw || !mem) {
+		note(r, "slotrun: cannot write the summary: out of memory (exit status %d)", code);
+		free(sw);
+		if (mem)
+			fclose(mem);
+		free(text);
 		return;
-	for (int i = 0; i < r->n; i++)
+	}
+	for (int i = 0; i < n; i++)
 		sw[i] = (struct sum_worker){
 			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
 			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
 			.after_start = r->w[i].after, .tail = &r->w[i].tail,
-			.note = r->w[i].note[0] ? r->w[i].note : NULL,
+			.note = r->w[i].note[0] ? r->w[i].note : NULL, .diag = r->w[i].diag,
 		};
-	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = r->n, .w = sw,
-				.root = r->sup.root_cause, .stop_signal = r->sup.stop_signal,
-				.exit_code = code, .job = cause };
-	summary_print(stderr, &job);
+	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,
+				.root = n ? r->sup.root_cause : -1,
+				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
+				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
+				.attempts = attempts_total(r) };
+	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
+					r->sup.root_cause >= 0 || r->sup.stop_signal))
+		summary_print(mem, &job);
+	print_losses(mem, r);
 	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
-		fprintf(stderr, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+		fprintf(mem, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+	if (fclose(mem) == 0 && len)
+		out_console_put(&r->con[1], text, len);
+	free(text);
 	free(sw);
+}
+
+/* An event reading a worker's pipe.  Without one (out of memory) the pipe
+ * is closed rather than left to fill and block the worker: its writes fail
+ * from then on, which the worker sees. */
+static struct event *watch(struct runner *r, struct out_stream *s, struct worker *w)
+{
+	struct event *ev;
+
+	if (s->fd < 0)
+		return NULL;
+	ev = event_new(r->base, s->fd, EV_READ | EV_PERSIST, on_stream, w);
+	if (!ev || event_add(ev, NULL) < 0) {
+		if (ev)
+			event_free(ev);
+		say_rank(r, (int)(w - r->w), "%s", "cannot read its output: out of memory");
+		out_stream_close(s);
+		return NULL;
+	}
+	return ev;
 }
 
 /* Spawns every worker and starts reading their output; signals we handle
@@ -481,7 +891,8 @@ static void start_workers(struct runner *r)
 	for (int i = 0; i < NHANDLED; i++)
 		sigaddset(&block, handled[i]);
 	sigprocmask(SIG_BLOCK, &block, &was);
-	r->started = true;
+	r->started = r->ever_started = true;
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	/* Workers start with the signals we handle unblocked, whatever mask
 	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
 	worker_mask = r->orig_mask;
@@ -496,15 +907,11 @@ static void start_workers(struct runner *r)
 				feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
 	for (int i = 0; i < r->n; i++) {
 		struct worker *w = &r->w[i];
-		if (w->out.fd >= 0) {
-			w->ev_out = event_new(r->base, w->out.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_out, NULL);
-		}
-		if (w->err.fd >= 0) {
-			w->ev_err = event_new(r->base, w->err.fd, EV_READ | EV_PERSIST, on_stream, w);
-			event_add(w->ev_err, NULL);
-		}
+
+		w->ev_out = watch(r, &w->out, w);
+		w->ev_err = watch(r, &w->err, w);
 	}
+	arm_hang_check(r);
 	sigprocmask(SIG_SETMASK, &was, NULL);
 }
 
@@ -541,13 +948,19 @@ static void plane_end(void *arg, int code, const struct plane_cause *cause)
 	r->job_code = code;
 	r->job_cause = *cause;
 	if (!r->started || r->sup.state == SUP_DONE)
-		event_base_loopbreak(r->base);
+		finish(r);
 	else /* not expected: the chief ends a job once every node is done */
 		feed(r, (struct sup_event){ .type = SUP_EV_STOP });
 }
 
+static void plane_restart(void *arg, int attempt, double delay, const struct plane_cause *cause)
+{
+	begin_restart(arg, attempt, delay, cause);
+}
+
 static const struct plane_hooks plane_hooks = {
-	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .end = plane_end,
+	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
+	.end = plane_end,
 };
 
 int runner_run(const struct runner_cfg *c)
@@ -558,6 +971,10 @@ int runner_run(const struct runner_cfg *c)
 	int code = 1;
 
 	clock_gettime(CLOCK_MONOTONIC, &r.t0);
+	/* a file left by an earlier run must not pass for this run's */
+	if (c->error_file && unlink(c->error_file) < 0 && errno != ENOENT)
+		fprintf(stderr, "slotrun: --error-file %s: cannot remove the old one: %s\n", c->error_file,
+			strerror(errno));
 	sigemptyset(&block);
 	for (int i = 0; i < NHANDLED; i++)
 		sigaddset(&block, handled[i]);
@@ -568,20 +985,29 @@ int runner_run(const struct runner_cfg *c)
 	r.w = calloc((size_t)r.n, sizeof(*r.w));
 	r.fate = calloc((size_t)r.n, sizeof(*r.fate));
 	r.code = calloc((size_t)r.n, sizeof(*r.code));
+	r.history = calloc((size_t)attempts_total(&r), sizeof(*r.history));
 	r.base = event_base_new();
-	if (!r.w || !r.fate || !r.code || !r.base) {
+	if (!r.w || !r.fate || !r.code || !r.history || !r.base) {
 		fprintf(stderr, "slotrun: out of memory\n");
 		goto out;
 	}
 	sup_init(&r.sup, r.n, r.fate, r.code);
-	for (int i = 0; i < NHANDLED; i++) {
-		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
-		event_add(r.sigev[i], NULL);
-	}
-	r.timer = evtimer_new(r.base, on_timer, &r);
 	for (int k = 0; k < 2; k++) {
 		out_console_init(&r.con[k], k == 0 ? STDOUT_FILENO : STDERR_FILENO);
 		r.ev_con[k] = event_new(r.base, r.con[k].fd, EV_WRITE | EV_PERSIST, on_console, &r);
+	}
+	r.timer = evtimer_new(r.base, on_timer, &r);
+	r.backoff = evtimer_new(r.base, on_backoff, &r);
+	r.flush_deadline = evtimer_new(r.base, on_flush_deadline, &r);
+	r.hang_check = event_new(r.base, -1, EV_PERSIST, on_hang_check, &r);
+	bool all = r.timer && r.backoff && r.flush_deadline && r.hang_check && r.ev_con[0] && r.ev_con[1];
+	for (int i = 0; i < NHANDLED; i++) {
+		r.sigev[i] = evsignal_new(r.base, handled[i], on_signal, &r);
+		all = all && r.sigev[i] && event_add(r.sigev[i], NULL) == 0;
+	}
+	if (!all) { /* nothing has started yet */
+		fprintf(stderr, "slotrun: cannot set up the event loop: out of memory\n");
+		goto out;
 	}
 	/* Every stream starts closed, so a worker that never starts has
 	 * nothing to read. */
@@ -608,23 +1034,19 @@ int runner_run(const struct runner_cfg *c)
 
 	/* (every worker may have failed to start already: the loop would
 	 * miss a break that came before it) */
-	if (r.sup.state != SUP_DONE || r.plane)
+	if (!r.finished)
 		event_base_dispatch(r.base);
-	for (int i = 0; i < r.n; i++) {
-		if (r.w[i].ev_out)
-			event_free(r.w[i].ev_out);
-		if (r.w[i].ev_err)
-			event_free(r.w[i].ev_err);
-	}
-	drain(&r);
-	for (int k = 0; k < 2; k++)
-		out_console_flush_all(&r.con[k]);
-	code = r.plane ? r.job_code : sup_exit_code(&r.sup);
-	/* the last words to the other nodes before our own summary */
+	code = r.plane ? r.job_code : r.stopped_between ? 128 + r.stopped_between : sup_exit_code(&r.sup);
+	/* the last words to the other nodes before anything of ours */
 	plane_close(r.plane);
 	r.plane = NULL;
-	if (r.started)
+	end_attempt(&r);
+	/* A stopping job's output has the grace to get out; a clean one's
+	 * waits for its reader (a stop signal ends that wait too). */
+	flush_out(&r, code == 0 ? -1 : c->grace > 1 ? c->grace : 1);
+	if (r.ever_started)
 		report(&r, code);
+	flush_out(&r, 1);
 out:
 	plane_close(r.plane);
 	for (int i = 0; i < NHANDLED; i++)
@@ -632,6 +1054,14 @@ out:
 			event_free(r.sigev[i]);
 	if (r.timer)
 		event_free(r.timer);
+	if (r.backoff)
+		event_free(r.backoff);
+	if (r.flush_deadline)
+		event_free(r.flush_deadline);
+	if (r.hang_check)
+		event_free(r.hang_check);
+	for (int i = 0; r.w && i < r.n; i++)
+		free(r.w[i].diag);
 	for (int k = 0; k < 2; k++) {
 		if (r.ev_con[k])
 			event_free(r.ev_con[k]);
@@ -642,5 +1072,6 @@ out:
 	free(r.w);
 	free(r.fate);
 	free(r.code);
+	free(r.history);
 	return code;
 }

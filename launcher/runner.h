@@ -9,6 +9,7 @@
 
 #include "plan.h"
 #include "plane.h"
+#include "restart.h"
 #include "topology.h"
 
 struct runner_cfg {
@@ -21,13 +22,18 @@ struct runner_cfg {
 	const char *log_dir;             /* or NULL */
 	const char *error_file;          /* or NULL */
 	double grace;
+	double hang_timeout;             /* seconds of silence that fail the job; 0: off */
 	const struct rlimit *nofile;     /* the fd limit workers get, or NULL */
 	const struct plane_cfg *plane;   /* several nodes: the job plane; NULL for one */
+	const struct restart_policy *restart;  /* NULL: no restarts */
+	const char *secret;              /* the job secret (each restart derives its own) */
+	const char *host;                /* this node's address, for the summary */
 };
 
 /* Returns slotrun's exit status (DESIGN.md, "Exit status").  With a job
  * plane nothing starts before every node has joined, and the status is the
- * job's.  Returns 2 with the reason said when the plane cannot open. */
+ * job's.  Returns 2 with the reason said when the plane cannot open.  With
+ * restarts the status is the last attempt's. */
 int runner_run(const struct runner_cfg *cfg);
 
 #endif

@@ -4,88 +4,44 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "io.h"
+#include "child.h"
 
-struct report {
-	int stage;
-	int err;
-};
-
-static void child_fail(int fd, enum spawn_stage stage, int err)
+/* The worker's own step in the child: its binding and fd limit. */
+static int prepare(void *ctx)
 {
-	struct report rep = { stage, err };
-
-	(void)!write(fd, &rep, sizeof(rep));
-	_exit(stage == SPAWN_EXEC ? (err == ENOENT ? 127 : 126) : 1);
-}
-
-/* Runs in the child only; never returns. */
-static void child(const struct spawn_req *r, pid_t parent, int report_w)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	const struct spawn_req *r = ctx;
 	int e;
 
-	for (int i = 0; i < r->nreset; i++)
-		sigaction(r->reset_signals[i], &dfl, NULL);
-	sigaction(SIGPIPE, &dfl, NULL);
-	if (setpgid(0, 0) < 0)
-		child_fail(report_w, SPAWN_SETUP, errno);
-	/* The parent may have died before prctl took effect: then getppid()
-	 * is no longer it, and nobody would send the death signal. */
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
-		child_fail(report_w, SPAWN_SETUP, errno);
-	if (getppid() != parent)
-		_exit(128 + SIGKILL);
 	if (r->topo && r->slot && (e = topo_bind_self(r->topo, r->slot)) < 0)
-		child_fail(report_w, SPAWN_BIND, -e);
-	if (dup2(r->stdin_fd, STDIN_FILENO) < 0 || dup2(r->stdout_fd, STDOUT_FILENO) < 0 ||
-	    dup2(r->stderr_fd, STDERR_FILENO) < 0)
-		child_fail(report_w, SPAWN_SETUP, errno);
+		return e;
 	if (r->nofile)
 		(void)setrlimit(RLIMIT_NOFILE, r->nofile);
-	sigprocmask(SIG_SETMASK, r->child_mask, NULL);
-	execve(r->path, r->argv, r->envp);
-	child_fail(report_w, SPAWN_EXEC, errno);
+	return 0;
 }
 
 int spawn_start(const struct spawn_req *r, pid_t *pid, int *report_fd)
 {
-	pid_t parent = getpid();
-	int p[2];
+	struct child_spec s = {
+		.path = r->path, .argv = r->argv, .envp = r->envp, .mask = r->child_mask,
+		.reset_signals = r->reset_signals, .nreset = r->nreset, .death_signal = SIGKILL,
+		.stdio = { r->stdin_fd, r->stdout_fd, r->stderr_fd },
+		.prepare = prepare, .ctx = (void *)r,
+	};
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return -errno;
-	*pid = fork();
-	if (*pid < 0) {
-		int e = errno;
-		close(p[0]);
-		close(p[1]);
-		return -e;
-	}
-	if (*pid == 0)
-		child(r, parent, p[1]);
-	/* Both sides set the group, so signals sent right after fork already
-	 * reach it whichever side runs first. */
-	(void)setpgid(*pid, *pid);
-	close(p[1]);
-	*report_fd = p[0];
-	return 0;
+	return child_start(&s, pid, report_fd);
 }
 
 enum spawn_stage spawn_read_report(int report_fd, int *err)
 {
-	struct report rep;
-	ssize_t n = io_read(report_fd, &rep, sizeof(rep));
-
-	close(report_fd);
-	if (n != (ssize_t)sizeof(rep))
-		return SPAWN_OK;
-	*err = rep.err;
-	return (enum spawn_stage)rep.stage;
+	switch (child_read_report(report_fd, err)) {
+	case CHILD_OK: return SPAWN_OK;
+	case CHILD_PREPARE: return SPAWN_BIND;
+	case CHILD_EXEC: return SPAWN_EXEC;
+	default: return SPAWN_SETUP;
+	}
 }
 
 static int check_exec(const char *path)

@@ -1,4 +1,4 @@
-/* Starting one worker: fork, set the child up, exec.
+/* Starting one worker: fork, set the child up, exec (common/child.h).
  *
  * The caller blocks the signals it handles before calling (so none runs a
  * libevent handler in the child between fork and exec) and passes the mask

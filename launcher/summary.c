@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "status.h"
 
@@ -105,10 +106,47 @@ static void print_job_cause(FILE *f, const struct plane_cause *c)
 	}
 }
 
+static void print_history(FILE *f, const struct sum_job *j)
+{
+	char line[PLANE_TEXT_MAX + 512];
+
+	for (int k = 0; k < j->attempt; k++) {
+		plane_cause_line(&j->history[k], line, sizeof(line));
+		fprintf(f, "slotrun: attempt %d of %d failed: %s\n", k + 1, j->attempts, line);
+	}
+	if (j->attempt && j->exit_code == 0)
+		fprintf(f, "slotrun: attempt %d of %d succeeded\n", j->attempt + 1, j->attempts);
+	else if (j->attempt)
+		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
+}
+
+/* A killed worker's processes, as slotrun saw them at the grace's end. */
+static void print_diag(FILE *f, const struct sum_worker *w)
+{
+	const char *p = w->diag;
+
+	if (!p)
+		return;
+	if (*p)
+		fprintf(f, "slotrun:     at the grace's end:\n");
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		int len = nl ? (int)(nl - p) : (int)strlen(p);
+
+		fprintf(f, "slotrun:     %.*s\n", len, p);
+		p += len + (nl ? 1 : 0);
+	}
+}
+
 void summary_print(FILE *f, const struct sum_job *j)
 {
 	char desc[64], when[32], sn[32];
 
+	print_history(f, j);
+	if (j->attempt && j->exit_code == 0) {
+		fflush(f);
+		return;
+	}
 	if (j->job) {
 		print_job_cause(f, j->job);
 		fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
@@ -137,6 +175,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 		}
 		if (r->tail)
 			free(lines);
+		print_diag(f, r);
 	} else if (j->stop_signal) {
 		fprintf(f, "slotrun: stopped by %s; workers were given the signal\n",
 			sig_name(j->stop_signal, sn, sizeof(sn)));
@@ -156,6 +195,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 		sum_describe_code(w->code, desc, sizeof(desc));
 		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
 			(int)w->pid, desc, fate_text(w));
+		print_diag(f, w);
 	}
 	fflush(f);
 }
@@ -195,6 +235,8 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
 	if (o && w->note)
 		json_object_set_new(o, "note", json_string(w->note));
+	if (o && w->diag)
+		json_object_set_new(o, "at_kill", line_json(w->diag));
 	return o;
 }
 
@@ -238,6 +280,33 @@ static json_t *job_cause_json(const struct plane_cause *c)
 	return o;
 }
 
+/* Written beside the path and renamed over it, so a reader finds the whole
+ * file or none (a full disk leaves no half of one). */
+static int write_whole(json_t *root, const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+	int r = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	errno = 0;
+	if (json_dumpf(root, f, JSON_INDENT(2)) < 0 || fputc('\n', f) == EOF || fflush(f) == EOF ||
+	    fsync(fileno(f)) < 0)
+		r = errno ? -errno : -EIO;
+	if (fclose(f) == EOF && r == 0)
+		r = errno ? -errno : -EIO;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	errno = -r;
+	return r;
+}
+
 int summary_write_json(const char *path, const struct sum_job *j)
 {
 	json_t *root = json_object(), *ranks = json_array();
@@ -271,11 +340,19 @@ int summary_write_json(const char *path, const struct sum_job *j)
 				    json_string(sig_name(j->stop_signal, sn, sizeof(sn))) : json_null());
 	json_object_set_new(root, "node_rank", json_integer(j->node_rank));
 	json_object_set_new(root, "exit_status", json_integer(j->exit_code));
+	if (j->attempts > 1) {
+		json_t *list = json_array();
+
+		/* every attempt's root cause, the last one's too */
+		for (int k = 0; k < j->attempt; k++)
+			json_array_append_new(list, job_cause_json(&j->history[k]));
+		json_array_append(list, json_object_get(root, "root_cause"));
+		json_object_set_new(root, "attempts", list);
+	}
 	for (int i = 0; i < j->nworkers; i++)
 		json_array_append_new(ranks, worker_json(&j->w[i]));
 	json_object_set_new(root, "ranks", ranks);
-	if (json_dump_file(root, path, JSON_INDENT(2)) < 0)
-		r = errno ? -errno : -EIO;
+	r = write_whole(root, path);
 	json_decref(root);
 	return r;
 }

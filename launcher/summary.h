@@ -21,6 +21,7 @@ struct sum_worker {
 	double after_start;        /* seconds from start to exit */
 	const struct out_tail *tail;
 	const char *note;          /* e.g. why it could not start, or NULL */
+	const char *diag;          /* lines on what it did when it had to be killed, or NULL */
 };
 
 struct sum_job {
@@ -33,6 +34,10 @@ struct sum_job {
 	/* Several nodes: the job's root cause as the chief decided it,
 	 * wherever it was; root and stop_signal are then not shown. */
 	const struct plane_cause *job;
+	/* Restarts: this is attempt `attempt` (0 = the first) of `attempts`;
+	 * history[0..attempt) are the root causes of the ones before. */
+	const struct plane_cause *history;
+	int attempt, attempts;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */
@@ -40,7 +45,8 @@ void sum_describe_code(int code, char *buf, size_t len);
 
 void summary_print(FILE *f, const struct sum_job *j);
 
-/* Returns 0 or a negative errno (the path could not be written). */
+/* Writes a temporary file beside path and renames it over path: the whole
+ * summary or nothing.  Returns 0 or a negative errno (errno set too). */
 int summary_write_json(const char *path, const struct sum_job *j);
 
 #endif

@@ -12,6 +12,7 @@ void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code
 		.nworkers = nworkers,
 		.live = nworkers,
 		.root_cause = -1,
+		.hung = -1,
 		.fate = fate,
 		.code = code,
 	};
@@ -35,6 +36,15 @@ static struct sup_actions enter_sweep(struct sup *s, struct sup_actions a)
 		a.arm_timer = true; /* a clean finish starts the strays' grace now */
 	else if (s->escalated)
 		a.arm_rescan = true;
+	return a;
+}
+
+/* The job begins to stop: SIGTERM to every worker, the grace armed. */
+static struct sup_actions begin_stop(struct sup *s, struct sup_actions a)
+{
+	s->state = SUP_STOPPING;
+	a.signal_workers = SIGTERM;
+	a.arm_timer = true;
 	return a;
 }
 
@@ -65,21 +75,25 @@ static bool crash_beats_root(const struct sup *s, int code, double t)
 	       t - s->root_time <= SUP_ROOT_WINDOW;
 }
 
-static struct sup_actions on_exit(struct sup *s, int w, int code, double t)
+static struct sup_actions worker_exited(struct sup *s, int w, int code, double t)
 {
 	struct sup_actions a = { 0 };
 
 	if (w < 0 || w >= s->nworkers || s->fate[w] != SUP_W_RUNNING)
 		return a;
+	if (w == s->hung) { /* its status is the hang's, not our TERM's */
+		s->fate[w] = SUP_W_EXITED;
+		if (--s->live == 0)
+			a = enter_sweep(s, a);
+		return a;
+	}
 	s->code[w] = code;
 	s->fate[w] = s->state == SUP_RUNNING ? SUP_W_EXITED : SUP_W_STOPPED;
 	s->live--;
 	if (s->state == SUP_RUNNING && code != 0) {
 		s->root_cause = w;
 		s->root_time = t;
-		s->state = SUP_STOPPING;
-		a.signal_workers = SIGTERM;
-		a.arm_timer = true;
+		a = begin_stop(s, a);
 	} else if (crash_beats_root(s, code, t)) {
 		s->fate[w] = SUP_W_EXITED;
 		s->root_cause = w;
@@ -130,7 +144,7 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 
 	switch (ev->type) {
 	case SUP_EV_EXIT:
-		return on_exit(s, ev->worker, ev->code, ev->t);
+		return worker_exited(s, ev->worker, ev->code, ev->t);
 	case SUP_EV_SIGNAL:
 		return on_signal(s, ev->sig);
 	case SUP_EV_TIMER:
@@ -142,14 +156,17 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 			none.arm_rescan = true;
 		}
 		return none;
+	case SUP_EV_HANG:
+		if (s->state != SUP_RUNNING || ev->worker < 0 || ev->worker >= s->nworkers ||
+		    s->fate[ev->worker] != SUP_W_RUNNING)
+			return none;
+		s->hung = s->root_cause = ev->worker;
+		s->code[ev->worker] = SUP_HANG_CODE;
+		s->root_time = ev->t;
+		return begin_stop(s, none);
 	case SUP_EV_STOP:
 		/* Like a first failure, but not ours: no root cause here. */
-		if (s->state != SUP_RUNNING)
-			return none;
-		s->state = SUP_STOPPING;
-		none.signal_workers = SIGTERM;
-		none.arm_timer = true;
-		return none;
+		return s->state == SUP_RUNNING ? begin_stop(s, none) : none;
 	case SUP_EV_STRAYS_GONE:
 		if (s->state != SUP_SWEEP)
 			return none;

@@ -26,7 +26,11 @@ enum sup_event_type {
 	SUP_EV_TIMER,        /* the grace period armed by an action ran out */
 	SUP_EV_STRAYS_GONE,  /* in SWEEP: slotrun has no child process left */
 	SUP_EV_STOP,         /* the job plane: the job failed on another node */
+	SUP_EV_HANG,         /* worker `worker` neither wrote nor exited for --hang-timeout */
 };
+
+/* A hung worker is the root cause with this status (timeout(1)'s). */
+#define SUP_HANG_CODE 124
 
 struct sup_event {
 	enum sup_event_type type;
@@ -70,6 +74,7 @@ struct sup {
 	bool escalated;      /* KILL sent */
 	int sigints;         /* SIGINTs received: the second escalates */
 	double root_time;    /* when the root cause exited */
+	int hung;            /* worker index declared hung (the root cause), or -1 */
 	unsigned long sent;  /* bit N-1: signal N was sent to the workers */
 	enum sup_worker_fate *fate;
 	int *code;

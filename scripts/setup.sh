@@ -1,14 +1,21 @@
 # Sourced by scripts/demo and scripts/test: installs what is missing from
 # Debian's packages (non-interactively; nothing when all is present), then
-# configures and builds into $1 with the meson options that follow.
+# configures and builds into $1 with the meson options that follow (and
+# only the ninja targets after --targets, when given).
 set -euo pipefail
 
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
-	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps)
+	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
-# CPU PyTorch, for /usr/bin/python3).
-SLOTRUN_TEST_PACKAGES=(python3-torch)
+# CPU PyTorch, for /usr/bin/python3), read a hung worker's stack (elfutils'
+# eu-stack), slotrun under a private one-node Slurm (slurm-wlm with its
+# munge; `apt-get install -s` installs them without questions, and Debian
+# starts no daemon where policy-rc.d forbids), examples/ssh/launch.sh
+# against an sshd in each namespace node (openssh-server), render the man
+# pages (man-db), run slotrun and wrap_rank under valgrind, and fuzz the
+# parsers (clang's libFuzzer).
+SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db valgrind clang)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
@@ -25,17 +32,27 @@ slotrun_install_missing() {
 		"${missing[@]}" >/dev/null
 }
 
+# slotrun_build DIR [MESON_OPTION...] [--targets NINJA_TARGET...]
 slotrun_build() {
-	local dir=$1
+	local dir=$1 opts=() targets=()
 	shift
+	while [ $# -gt 0 ]; do
+		if [ "$1" = --targets ]; then
+			shift
+			targets=("$@")
+			break
+		fi
+		opts+=("$1")
+		shift
+	done
 	local log
 	log=$(mktemp)
 	# quiet when it works, the whole log when it does not
 	if [ -f "$dir/build.ninja" ]; then
-		meson configure "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+		meson configure "$dir" "${opts[@]}" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
 	else
-		meson setup "$dir" "$@" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+		meson setup "$dir" "${opts[@]}" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
 	fi
-	ninja -C "$dir" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
+	ninja -C "$dir" "${targets[@]}" >"$log" 2>&1 || { cat "$log"; rm -f "$log"; return 1; }
 	rm -f "$log"
 }

@@ -1,4 +1,4 @@
-/* wrap_rank [--no-redirect-stdio] RANK [--] CMD [ARGS...] */
+/* wrap_rank [--no-redirect-stdio] [--no-prefix] RANK [--] CMD [ARGS...] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,7 +7,7 @@
 #include "wrap.h"
 
 static const char usage[] =
-	"Usage: wrap_rank [--no-redirect-stdio] RANK [--] COMMAND [ARGS...]\n"
+	"Usage: wrap_rank [--no-redirect-stdio] [--no-prefix] RANK [--] COMMAND [ARGS...]\n"
 	"\n"
 	"Runs COMMAND and prefixes every line it writes with \"[rank=RANK] \", keeping\n"
 	"stdout and stderr apart.  \\n, \\r\\n and \\r each end a line; lines are written\n"
@@ -22,13 +22,17 @@ static const char usage[] =
 	"                       Determined container (" WRAP_DET_LOG_DIR "/stdout.log\n"
 	"                       exists), where output otherwise goes to stdout.log and\n"
 	"                       stderr.log in that folder\n"
+	"  --no-prefix          COMMAND writes to wrap_rank's stdout and stderr itself,\n"
+	"                       with no prefix (signals and containment as usual)\n"
 	"  -h, --help           show this help\n"
 	"  --version            show the version\n"
 	"\n"
 	"INT, TERM, HUP, QUIT, USR1, USR2 and WINCH are forwarded to COMMAND's process\n"
 	"group; output is read until COMMAND's pipes close.  Exit status: COMMAND's,\n"
 	"128+N if it died of signal N, 127 if not found, 126 if not executable, 2 on\n"
-	"a usage error.\n";
+	"a usage error.  Whatever COMMAND starts (in the background, double-forked,\n"
+	"setsid'ed) is killed when wrap_rank is killed, and when wrap_rank's parent\n"
+	"dies if that parent is a subreaper (slotrun is).\n";
 
 static int usage_error(const char *msg, const char *arg)
 {
@@ -47,6 +51,8 @@ int main(int argc, char **argv)
 	for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
 		if (strcmp(argv[i], "--no-redirect-stdio") == 0) {
 			redirect = 0;
+		} else if (strcmp(argv[i], "--no-prefix") == 0) {
+			o.no_prefix = true;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return 0;

@@ -8,13 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "child.h"
+#include "guard.h"
 #include "io.h"
 #include "line_splitter.h"
 #include "status.h"
@@ -120,52 +121,76 @@ static long long now_ms(void)
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
-/* Child side of fork: never returns.  The command leads its own process
- * group so that a forwarded signal reaches it (and what it started) exactly
- * once, even when the sender signalled wrap_rank's whole group. */
-static void exec_child(const struct wrap_opts *o, pid_t parent, pid_t parent_pgrp,
-		       int out_w, int err_w, int status_w, const sigset_t *mask,
-		       const struct sigaction *pipe_act)
+/* Starts the guard (guard.h), which starts the command, and returns what
+ * the guard says first: whether the command started.  out_w and err_w are
+ * the command's stdout and stderr (-1: ours); the guard gets every other fd
+ * of ours in close_fds. */
+static int start_guard(const struct wrap_opts *o, const sigset_t *cmd_mask,
+		       const struct sigaction *cmd_pipe, int out_w, int err_w, int *close_fds,
+		       pid_t *guard, int *msg_r, struct guard_msg *m)
 {
-	sigset_t fwd;
-	int e;
+	pid_t self = getpid(), watched = getppid();
+	int msg[2], n = 0;
+	ssize_t got;
 
-	sigemptyset(&fwd);
-	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaddset(&fwd, forwarded[i]);
-	setpgid(0, 0);
-	/* Keep an interactive command in the terminal's foreground (SIGTTOU
-	 * is blocked here, so tcsetpgrp does not stop us). */
-	if (isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == parent_pgrp)
-		(void)tcsetpgrp(STDIN_FILENO, getpid());
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
-		_exit(128 + SIGKILL);
-	if (dup2(out_w, STDOUT_FILENO) < 0 || dup2(err_w, STDERR_FILENO) < 0)
-		goto fail;
-	sigaction(SIGPIPE, pipe_act, NULL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	/* The command must see the signals we forward even if wrap_rank was
-	 * started with them blocked. */
-	sigprocmask(SIG_UNBLOCK, &fwd, NULL);
-	execvp(o->argv[0], o->argv);
-fail:
-	e = errno;
-	(void)!write(status_w, &e, sizeof(e));
-	_exit(e == ENOENT ? 127 : 126);
+	*guard = child_fork_pipe(msg);
+	if (*guard < 0)
+		return (int)*guard;
+	if (*guard == 0) {
+		while (close_fds[n] >= 0)
+			n++;
+		close_fds[n] = msg[0];
+		close_fds[n + 1] = -1;
+		guard_run(&(struct guard_cfg){
+			.argv = o->argv, .mask = cmd_mask, .sigpipe = cmd_pipe,
+			.out_fd = out_w, .err_fd = err_w, .wrap = self, .watched = watched,
+			.msg_fd = msg[1], .close_fds = close_fds,
+		});
+	}
+	close(msg[1]);
+	*msg_r = msg[0];
+	got = io_read(msg[0], m, sizeof(*m));
+	if (got != (ssize_t)sizeof(*m) || m->kind != GUARD_STARTED)
+		return -ECHILD;
+	return 0;
+}
+
+/* The guard's last word: the command's wait status, and whether the guard
+ * exits now (it had nothing left to watch).  A guard that died without a
+ * word took the command with it (its parent-death signal): its own status
+ * stands for the command's. */
+static int guard_result(int msg_r, pid_t guard, bool *guard_reaped, bool *alone)
+{
+	struct guard_msg m;
+	int st;
+
+	if (io_read(msg_r, &m, sizeof(m)) == (ssize_t)sizeof(m) && m.kind == GUARD_EXITED) {
+		*alone = m.alone;
+		return m.status;
+	}
+	*alone = true;
+	if (!*guard_reaped) {
+		while (waitpid(guard, &st, 0) < 0 && errno == EINTR)
+			;
+		*guard_reaped = true;
+		return st;
+	}
+	return SIGKILL;
 }
 
 int wrap_run(const struct wrap_opts *o)
 {
 	static char buf[1 << 18];
-	struct stream streams[2];
-	sigset_t block, orig_mask;
+	struct stream streams[2] = { { .fd = -1 }, { .fd = -1 } };
+	sigset_t block, orig_mask, cmd_mask;
 	struct sigaction ign = { .sa_handler = SIG_IGN }, orig_pipe;
-	int pout[2], perr[2], pst[2], sfd, status = 0, exec_errno = 0;
-	pid_t parent = getpid(), pgrp = getpgrp(), pid;
-	bool reaped = false;
+	struct guard_msg m;
+	int pout[2] = { -1, -1 }, perr[2] = { -1, -1 }, close_fds[8], nclose = 0;
+	int sfd, msg_r = -1, e, status = 0;
+	pid_t guard = -1, cmd;
+	bool done = false, guard_reaped = false, alone = true;
 	long long linger_end = 0;
 	char prefix[LS_PREFIX_MAX];
-	ssize_t n;
 
 	sigemptyset(&block);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
@@ -177,63 +202,90 @@ int wrap_run(const struct wrap_opts *o)
 	sigaction(SIGPIPE, &ign, &orig_pipe);
 
 	sfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0 ||
-	    pipe2(pst, O_CLOEXEC) < 0) {
+	if (sfd < 0 || (!o->no_prefix && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0))) {
 		fprintf(stderr, "wrap_rank: cannot set up pipes: %s\n", strerror(errno));
 		return 1;
 	}
 	/* Deeper pipes mean fewer wake-ups per megabyte, on the command's
 	 * side and on our reader's when our output is a pipe; best effort
 	 * (fails harmlessly on a non-pipe or over the user's pipe quota). */
-	(void)fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
-	(void)fcntl(o->out_fd, F_SETPIPE_SZ, 1 << 20);
+	if (!o->no_prefix) {
+		(void)fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
+		(void)fcntl(o->out_fd, F_SETPIPE_SZ, 1 << 20);
+	}
 
-	pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, "wrap_rank: cannot fork: %s\n", strerror(errno));
+	/* The command leads its own process group so that a forwarded signal
+	 * reaches it (and what it started) exactly once, even when the sender
+	 * signalled wrap_rank's whole group.  It must see the signals we
+	 * forward even if wrap_rank was started with them blocked. */
+	cmd_mask = orig_mask;
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigdelset(&cmd_mask, forwarded[i]);
+	close_fds[nclose++] = sfd;
+	if (!o->no_prefix) {
+		close_fds[nclose++] = pout[0];
+		close_fds[nclose++] = perr[0];
+		if (o->out_fd > 2)
+			close_fds[nclose++] = o->out_fd;
+		if (o->err_fd > 2 && o->err_fd != o->out_fd)
+			close_fds[nclose++] = o->err_fd;
+	}
+	close_fds[nclose] = -1;
+	e = start_guard(o, &cmd_mask, &orig_pipe, !o->no_prefix ? pout[1] : o->out_fd,
+			!o->no_prefix ? perr[1] : o->err_fd, close_fds, &guard, &msg_r, &m);
+	if (!o->no_prefix) {
+		close(pout[1]);
+		close(perr[1]);
+	}
+	if (e == -ECHILD) {
+		(void)guard_result(msg_r, guard, &guard_reaped, &alone);
+		fprintf(stderr, "wrap_rank: rank %ld: cannot start '%s': the guard process died\n",
+			o->rank, o->argv[0]);
 		return 1;
 	}
-	if (pid == 0)
-		exec_child(o, parent, pgrp, pout[1], perr[1], pst[1], &orig_mask, &orig_pipe);
-
-	(void)setpgid(pid, pid); /* both sides set it: whichever runs first wins the race */
-	close(pout[1]);
-	close(perr[1]);
-	close(pst[1]);
-	n = io_read(pst[0], &exec_errno, sizeof(exec_errno));
-	close(pst[0]);
-	if (n == (ssize_t)sizeof(exec_errno)) {
-		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
-			o->argv[0], strerror(exec_errno));
-		close(pout[0]);
-		close(perr[0]);
-		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-			;
-		return exec_errno == ENOENT ? 127 : 126;
+	if (e < 0) {
+		fprintf(stderr, "wrap_rank: cannot fork: %s\n", strerror(-e));
+		return 1;
 	}
+	if (m.stage != CHILD_OK) {
+		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
+			o->argv[0], strerror(m.err));
+		if (!o->no_prefix) {
+			close(pout[0]);
+			close(perr[0]);
+		}
+		(void)guard_result(msg_r, guard, &guard_reaped, &alone);
+		while (!guard_reaped && waitpid(guard, NULL, 0) < 0 && errno == EINTR)
+			;
+		return m.err == ENOENT ? 127 : 126;
+	}
+	cmd = m.pid;
 
 	snprintf(prefix, sizeof(prefix), "[rank=%ld] ", o->rank);
-	streams[0] = (struct stream){ .fd = pout[0], .sink = o->out_fd };
-	streams[1] = (struct stream){ .fd = perr[0], .sink = o->err_fd };
-	for (int i = 0; i < 2; i++)
-		ls_init(&streams[i].ls, prefix, write_sink, &streams[i].sink);
+	if (!o->no_prefix) {
+		streams[0] = (struct stream){ .fd = pout[0], .sink = o->out_fd };
+		streams[1] = (struct stream){ .fd = perr[0], .sink = o->err_fd };
+		for (int i = 0; i < 2; i++)
+			ls_init(&streams[i].ls, prefix, write_sink, &streams[i].sink);
+	}
 
-	while (!reaped || streams[0].fd >= 0 || streams[1].fd >= 0) {
-		struct pollfd pfd[3] = {
+	while (!done || streams[0].fd >= 0 || streams[1].fd >= 0) {
+		struct pollfd pfd[4] = {
 			{ .fd = sfd, .events = POLLIN },
 			{ .fd = streams[0].fd, .events = POLLIN },
 			{ .fd = streams[1].fd, .events = POLLIN },
+			{ .fd = done ? -1 : msg_r, .events = POLLIN },
 		};
 		int timeout = -1, r;
 
-		if (reaped) {
+		if (done) {
 			/* An absolute deadline: a background process that keeps
 			 * printing must not keep wrap_rank (and the rank) alive. */
 			timeout = (int)(linger_end - now_ms());
 			if (timeout < 0)
 				timeout = 0;
 		}
-		r = poll(pfd, 3, timeout);
+		r = poll(pfd, 4, timeout);
 
 		if (r < 0) {
 			if (errno == EINTR)
@@ -249,24 +301,31 @@ int wrap_run(const struct wrap_opts *o)
 		for (int i = 0; i < 2; i++)
 			if (pfd[1 + i].revents)
 				stream_pump(&streams[i], buf, sizeof(buf));
+		if (pfd[3].revents) {
+			status = guard_result(msg_r, guard, &guard_reaped, &alone);
+			done = true;
+			linger_end = now_ms() + WRAP_LINGER_MS;
+		}
 		if (pfd[0].revents & POLLIN) {
 			struct signalfd_siginfo si;
 
 			while (io_read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 				int sig = (int)si.ssi_signo;
 
-				if (sig != SIGCHLD) {
-					if (!reaped && kill(-pid, sig) < 0)
-						(void)kill(pid, sig);
-					continue;
-				}
-				if (!reaped && waitpid(pid, &status, WNOHANG) == pid) {
-					reaped = true;
-					linger_end = now_ms() + WRAP_LINGER_MS;
+				if (sig == SIGCHLD) {
+					if (!guard_reaped && waitpid(guard, NULL, WNOHANG) == guard)
+						guard_reaped = true;
+				} else if (!done && kill(-cmd, sig) < 0) {
+					(void)kill(cmd, sig);
 				}
 			}
 		}
 	}
+	/* A guard with nothing left to watch is exiting: reap it here rather
+	 * than leave it to whoever adopts it. */
+	while (alone && !guard_reaped && waitpid(guard, NULL, 0) < 0 && errno == EINTR)
+		;
+	close(msg_r);
 	close(sfd);
 	return status_exit_code(status);
 }

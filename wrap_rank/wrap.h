@@ -3,6 +3,7 @@
 #ifndef SLOTRUN_WRAP_H
 #define SLOTRUN_WRAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Determined's log folder inside a trial container. */
@@ -18,6 +19,7 @@ struct wrap_opts {
 	char *const *argv;  /* the command, argv[0] looked up in PATH */
 	int out_fd;         /* where prefixed stdout lines go */
 	int err_fd;         /* where prefixed stderr lines go */
+	bool no_prefix;     /* the command writes to out_fd and err_fd itself */
 };
 
 /* spec: a rank number, or a comma list of environment variable names tried

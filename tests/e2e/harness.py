@@ -4,11 +4,14 @@ Each test is a function decorated with @case; run() executes them in order
 and prints TAP for meson.  Waiting is always on a condition with a deadline
 (wait_for, Proc.wait_line); never a fixed sleep."""
 
+import atexit
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
@@ -85,7 +88,7 @@ def pid_alive(pid):
         with open(f"/proc/{pid}/stat") as f:
             state = f.read().rsplit(")", 1)[1].split()[0]
         return state != "Z"
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):  # gone before or while we read
         return False
 
 
@@ -163,6 +166,66 @@ class Proc:
             self.p.kill()
         except ProcessLookupError:
             pass
+
+
+_cleanups = []      # functions to run at exit and on SIGTERM/SIGINT
+_prev = {}          # signal -> the handler we replaced
+
+
+def _run_cleanups():
+    for fn in list(_cleanups):
+        fn()
+
+
+def _on_signal(sig, frame):
+    # A second signal during the cleanup must not cut it short; the
+    # previous disposition comes back before the signal is raised again.
+    signal.signal(sig, signal.SIG_IGN)
+    try:
+        _run_cleanups()
+    finally:
+        prev = _prev.pop(sig)
+        signal.signal(sig, prev)
+    if callable(prev):
+        prev(sig, frame)   # e.g. Python's SIGINT handler: KeyboardInterrupt
+    else:
+        os.kill(os.getpid(), sig)
+
+
+def cleanup_at_exit(fn):
+    """fn() runs at exit, and on SIGTERM or SIGINT (meson's timeout, a
+    Ctrl-C) before the signal does what it did before; fn must be safe to
+    call again.  Handlers go in only from the main thread, and not over a
+    signal that is ignored."""
+    if fn not in _cleanups:
+        _cleanups.append(fn)
+    if len(_cleanups) == 1:
+        atexit.register(_run_cleanups)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        cur = signal.getsignal(sig)
+        if sig in _prev or cur is signal.SIG_IGN or cur is None:
+            continue
+        _prev[sig] = cur
+        signal.signal(sig, _on_signal)
+
+
+def free_ports(n):
+    """n distinct loopback ports free right now (held together while they
+    are chosen, so none comes twice)."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def free_port():
+    return free_ports(1)[0]
 
 
 def run_cmd(argv, timeout=30.0, env=None, **kw):

@@ -27,7 +27,6 @@ a namespace is killed before the namespace is deleted.
 Needs root and iproute2; Skip (with the reason) where network namespaces,
 veth or bridges are not available, any other setup error is raised."""
 
-import atexit
 import ctypes
 import os
 import re
@@ -36,7 +35,7 @@ import socket
 import subprocess
 import threading
 
-from harness import Skip, pid_alive, wait_for
+from harness import Skip, cleanup_at_exit, pid_alive, wait_for
 
 BRIDGE_NET = "10.213.0"
 SIDE_NET = "10.214"
@@ -48,7 +47,6 @@ _CLONE_NEWNET = 0x40000000
 
 _live = []          # clusters of this process not yet closed
 _count = 0          # clusters this process created, for unique names
-_prev = {}          # signal -> handler we replaced
 _lock = threading.Lock()
 
 
@@ -114,35 +112,6 @@ def _close_all():
         c.close()
 
 
-def _on_signal(sig, frame):
-    # A second signal during the cleanup must not cut it short; the
-    # previous disposition comes back before the signal is raised again.
-    signal.signal(sig, signal.SIG_IGN)
-    try:
-        _close_all()
-    finally:
-        prev = _prev.pop(sig)
-        signal.signal(sig, prev)
-    if callable(prev):
-        prev(sig, frame)   # e.g. Python's SIGINT handler: KeyboardInterrupt
-    else:
-        os.kill(os.getpid(), sig)
-
-
-def _install_handlers():
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        cur = signal.getsignal(sig)
-        if sig in _prev or cur is signal.SIG_IGN or cur is None:
-            continue
-        _prev[sig] = cur
-        signal.signal(sig, _on_signal)
-
-
-atexit.register(_close_all)
-
-
 class Cluster:
     def __init__(self, n, tag="c"):
         global _count
@@ -166,7 +135,7 @@ class Cluster:
         self.addrs = [f"{BRIDGE_NET}.{i + 1}" for i in range(n)]
         self.side_addrs = [f"{SIDE_NET}.{i}.1" for i in range(n)]
         self._made = []
-        _install_handlers()
+        cleanup_at_exit(_close_all)
         _live.append(self)
         try:
             self._build()

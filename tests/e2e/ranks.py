@@ -5,18 +5,11 @@ them all, and rank 0's table."""
 import os
 import re
 import select
-import socket
 import time
 
-from harness import Proc, binary, wait_for
+from harness import Proc, binary, free_port, wait_for
 
 NW = binary("nccl_worker")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def rank_env(r, n, port, secret="e2e-secret", timeout=60, transport="tcp", **extra):

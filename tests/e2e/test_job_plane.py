@@ -12,23 +12,17 @@ bounds on how fast a node reacts are generous: timings are benchmarks."""
 import contextlib
 import json
 import os
-import select
-import shutil
 import signal
 import socket
 import stat
 import struct
-import subprocess
-import tempfile
 import time
 
-from harness import Proc, Skip, binary, case, job_env, run
-from netns import Cluster
+from harness import Skip, case, run
+from jobs import SYSTEM_PY, Job, clean_env, job_on, need_torch
 
-SR = binary("slotrun")
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_CHECK = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_check.py")
-SYSTEM_PY = "/usr/bin/python3"
 
 SECRET = "job-plane-e2e-secret"
 HEARTBEAT = 2
@@ -43,7 +37,9 @@ CHAL, JOIN = 1, 2
 
 def env_for(extra=None, secret=SECRET):
     """Our environment without a scheduler's or slotrun's variables."""
-    return job_env(dict({"SLOTRUN_JOB_SECRET": secret} if secret is not None else {}, **(extra or {})))
+    e = clean_env({"SLOTRUN_JOB_SECRET": secret} if secret is not None else None)
+    e.update(extra or {})
+    return e
 
 
 def node_of(rank):
@@ -54,199 +50,27 @@ def said(out, rank, text):
     return b"[rank=%d] %s\n" % (rank, text.encode()) in out
 
 
-class WaitTimeout(AssertionError):
-    pass
-
-
-class Job:
-    """The slotruns of one job, node index -> Proc, all read together."""
-
-    def __init__(self, cl, d):
-        self.cl = cl
-        self.dir = d
-        self.procs = {}
-        self.every = []         # also the ones replaced (a node started again)
-        self.exit_at = {}       # Proc -> time.monotonic() when we saw it gone
+class PlaneJob(Job):
+    """A job of this file's shape: node i runs slotrun --nnodes 3 --node-rank i
+    with two slots, so rank r is on node r // 2."""
 
     def start(self, i, cmd, *, node_rank=None, nnodes=3, slots=2, opts=FAST, extra=(), env=None):
-        argv = self.cl.prefix(i) + [SR, "--nnodes", str(nnodes),
-                                    "--node-rank", str(i if node_rank is None else node_rank),
-                                    "--addrs", ",".join(self.cl.addrs), "--slots", str(slots),
-                                    *opts, *extra, "--", *cmd]
+        args = ["--nnodes", str(nnodes), "--node-rank", str(i if node_rank is None else node_rank),
+                "--addrs", ",".join(self.cl.addrs), "--slots", str(slots), *opts, *extra, "--", *cmd]
         e = env_for({"JP_DIR": self.dir}) if env is None else dict(env, JP_DIR=self.dir)
-        p = Proc(argv, environ=e)
-        p.node = i
-        self.procs[i] = p
-        self.every.append(p)
-        return p
+        return self.spawn(i, args, e)
 
     def start_all(self, cmd, nodes=range(3), **kw):
         for i in nodes:
             self.start(i, cmd, **kw)
 
-    def out(self, i):
-        return self.procs[i].out
-
-    def err(self, i):
-        return self.procs[i].err
-
-    def running(self, i):
-        self._note_exits()
-        return self.procs[i].p.returncode is None
-
-    def _note_exits(self):
-        for p in self.every:
-            if p.p.poll() is not None and p not in self.exit_at:
-                self.exit_at[p] = time.monotonic()
-
-    def describe(self):
-        lines = []
-        for p in self.every:
-            rc = p.p.returncode
-            state = "running" if rc is None else f"exit {rc}"
-            lines.append(f"node {p.node} (slotrun pid {p.pid}): {state}\n"
-                         f"  stderr: {p.err[-1500:]!r}\n  stdout: {p.out[-800:]!r}")
-        return "\n".join(lines)
-
-    def _pump(self, timeout):
-        """Reads what any slotrun wrote and notes which have exited;
-        returns False when nothing is left to wait for."""
-        self._note_exits()
-        pipes = {}
-        for p in self.every:
-            for f in (p.p.stdout, p.p.stderr):
-                if not f.closed:
-                    pipes[f.fileno()] = (p, f)
-        if not pipes and all(p in self.exit_at for p in self.every):
-            return False
-        # the cap is the polling interval of a deadline wait (exits and
-        # files are no pipe events), not synchronization
-        if pipes:
-            r, _, _ = select.select(list(pipes), [], [], min(timeout, 0.05))
-        else:
-            r = []
-            time.sleep(min(timeout, 0.05))
-        for fd in r:
-            p, f = pipes[fd]
-            p.take(f)
-        return True
-
-    def wait(self, pred, timeout, what, must_run=None):
-        """Until pred() is true; fails at the deadline, or at once when a
-        slotrun in must_run (default: every running one) exits first."""
-        self._note_exits()
-        must = [self.procs[i] for i in (self.procs if must_run is None else must_run)]
-        must = [p for p in must if p.p.returncode is None]
-        deadline = time.monotonic() + timeout
-        while True:
-            v = pred()
-            if v:
-                return v
-            gone = [p.node for p in must if p.p.poll() is not None]
-            if gone:
-                self._drain([p for p in must if p.p.returncode is not None], 1)
-                raise AssertionError(f"slotrun on node(s) {gone} exited while waiting for {what}:\n"
-                                     + self.describe())
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise WaitTimeout(f"timed out after {timeout}s waiting for {what}:\n" + self.describe())
-            if not self._pump(left):
-                raise AssertionError(f"every slotrun has exited, waiting for {what}:\n" + self.describe())
-
     def wait_ready(self, ranks=range(6), text="ready", timeout=START_WITHIN, must_run=None):
         self.wait(lambda: all(said(self.out(node_of(r)), r, text) for r in ranks), timeout,
                   f"{text!r} from ranks {list(ranks)}", must_run)
 
-    def finish(self, nodes=None, timeout=30):
-        """Waits for these slotruns to exit (and their output to end);
-        returns their exit codes in order."""
-        ps = [self.procs[i] for i in (self.procs if nodes is None else nodes)]
-        self.wait(lambda: all(p.p.poll() is not None for p in ps), timeout,
-                  f"the slotruns of nodes {[p.node for p in ps]} to exit", must_run=())
-        for p in ps:
-            self.exit_at.setdefault(p, time.monotonic())
-        self._drain(ps, 2)
-        return [p.p.returncode for p in ps]
 
-    def _drain(self, ps, seconds):
-        """Reads what exited slotruns wrote last; a pipe still open after
-        the exit means a process of the job holds it (assert_nothing_left
-        says which)."""
-        end = time.monotonic() + seconds
-        while any(not f.closed for p in ps for f in (p.p.stdout, p.p.stderr)) and time.monotonic() < end:
-            self._pump(end - time.monotonic())
-
-    def expect_exit(self, codes, nodes=None, timeout=30):
-        got = self.finish(nodes, timeout)
-        assert got == codes, f"exit codes {got}, expected {codes}\n" + self.describe()
-
-    def exited_within(self, nodes, since, bound):
-        late = {i: round(self.exit_at[self.procs[i]] - since, 2) for i in nodes
-                if self.exit_at[self.procs[i]] - since > bound}
-        assert not late, f"slotruns exited later than {bound}s after the event: {late}\n" + self.describe()
-
-    def stays_running(self, nodes, seconds):
-        """True when none of these exits within `seconds` (an exit is what
-        is awaited here; its absence is the assertion)."""
-        try:
-            self.wait(lambda: any(not self.running(i) for i in nodes), seconds, "an exit", must_run=())
-        except WaitTimeout:
-            return True
-        return False
-
-    def assert_err_everywhere(self, text, nodes=range(3)):
-        t = text.encode()
-        missing = [i for i in nodes if t not in self.err(i)]
-        assert not missing, f"{text!r} not on the stderr of node(s) {missing}:\n" + self.describe()
-
-    def assert_nothing_left(self, timeout=5):
-        """No process of the job in any node's namespace (workers die with
-        their slotrun, also a SIGKILLed one: give them `timeout`)."""
-        def left():
-            return {i: self.cl.pids(i) for i in range(self.cl.n) if self.cl.pids(i)}
-        deadline = time.monotonic() + timeout
-        while left():
-            if time.monotonic() > deadline:
-                found = left()
-                cmds = {pid: _cmdline(pid) for pids in found.values() for pid in pids}
-                raise AssertionError(f"processes left in node namespaces {found}: {cmds}\n" + self.describe())
-            self._pump(0.05)
-
-    def kill(self):
-        for p in self.every:
-            try:
-                p.p.send_signal(signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for p in self.every:
-            try:
-                p.p.wait(10)
-            except subprocess.TimeoutExpired:
-                pass
-            for f in (p.p.stdout, p.p.stderr):
-                f.close()
-
-
-def _cmdline(pid):
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return "?"
-
-
-@contextlib.contextmanager
 def job_plane(nodes=3, tag="jp"):
-    d = tempfile.mkdtemp(prefix="slotrun-jp-")
-    try:
-        with Cluster(nodes, tag) as cl:
-            job = Job(cl, d)
-            try:
-                yield job
-            finally:
-                job.kill()
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
+    return job_on(nodes, tag, PlaneJob)
 
 
 def fifos(job, ranks):
@@ -679,23 +503,9 @@ def nccl_worker_all_reduce_across_three_nodes():
         job.assert_nothing_left()
 
 
-def torch_missing():
-    """Why SYSTEM_PY cannot run ddp_check.py, or None."""
-    if not os.path.exists(SYSTEM_PY):
-        return f"no {SYSTEM_PY}"
-    r = subprocess.run([SYSTEM_PY, "-c", "import torch.distributed as d; assert d.is_gloo_available()"],
-                       capture_output=True, timeout=120)
-    if r.returncode != 0:
-        last = (r.stderr.decode(errors="replace").strip().splitlines() or ["?"])[-1]
-        return f"{SYSTEM_PY} has no PyTorch with gloo (Debian: python3-torch): {last}"
-    return None
-
-
 @case
 def pytorch_ddp_across_three_nodes():
-    why = torch_missing()
-    if why:
-        raise Skip(why)
+    need_torch()
     with job_plane() as job:
         job.start_all([SYSTEM_PY, DDP_CHECK], env=env_for({"SLOTRUN_TIMEOUT": "120"}))
         job.expect_exit([0, 0, 0], timeout=240)
@@ -703,6 +513,61 @@ def pytorch_ddp_across_three_nodes():
             out = job.out(node_of(r))
             assert b"[rank=%d] params identical" % r in out, job.describe()
         job.assert_nothing_left()
+
+
+# --- restarts across nodes ---------------------------------------------------
+
+RESTART_RANK = ["python3", os.path.join(HERE, "restart_rank.py")]
+
+
+def fail_once(job, delay):
+    """Starts restart_rank.py on every node with one restart after `delay`,
+    and lets rank 5 (node 2) fail attempt 0 once every rank is up."""
+    fifos(job, [5])
+    job.start_all(RESTART_RANK, extra=["--max-restarts", "1", "--restart-delay", delay],
+                  env=env_for({"RESTART_TAG": f"r{os.getpid()}", "FAIL_RANK": "5"}))
+    job.wait_ready()
+    release(job, 5)
+
+
+@case
+def a_failure_restarts_every_node_in_step():
+    # attempt 1: every rank finds nothing of attempt 0 alive on any node
+    with job_plane() as job:
+        fail_once(job, "0.2")
+        job.expect_exit([0, 0, 0], timeout=60)
+        for r in range(6):
+            assert said(job.out(node_of(r)), r, "attempt 1 stale=0 torch=1/1"), f"rank {r}\n" + job.describe()
+        job.assert_err_everywhere("attempt 2 of 2 in 0.2 s, after rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_err_everywhere("attempt 1 of 2 failed: rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_err_everywhere("attempt 2 of 2 succeeded")
+        job.assert_nothing_left()
+
+
+@case
+def sigterm_during_the_backoff_stops_every_node_at_once():
+    with job_plane() as job:
+        fail_once(job, "60")
+        job.wait(lambda: b"attempt 2 of 2 in 60 s" in job.err(1), 30, "node 1 waiting to restart")
+        t0 = time.monotonic()
+        job.procs[1].signal(signal.SIGTERM)
+        job.expect_exit([143, 143, 143], timeout=30)
+        job.exited_within(range(3), t0, 10)
+        job.assert_err_everywhere("job stopped: SIGTERM to node 1 (10.213.0.2)")
+        for r in range(6):
+            assert not said(job.out(node_of(r)), r, "attempt 1 stale=0 torch=1/1"), job.describe()
+        job.assert_nothing_left()
+
+
+@case
+def nodes_that_disagree_on_max_restarts_start_nothing():
+    with job_plane() as job:
+        job.start(0, MARK, extra=["--max-restarts", "2"])
+        job.start(1, MARK, extra=["--max-restarts", "2"])
+        job.start(2, MARK)
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere("node 2 (10.213.0.3) says --max-restarts 0, node 0 was told 2")
+        assert markers(job) == [], markers(job)
 
 
 run()

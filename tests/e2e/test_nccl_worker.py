@@ -10,9 +10,9 @@ import struct
 import subprocess
 import time
 
-from harness import Proc, Skip, binary, case, run, run_cmd, wait_for
-from ranks import (NW, bench_ok, finish_all, free_port, rank_env, start, start_allreducing,
-                   survivors_name, table)
+from harness import Proc, Skip, binary, case, free_port, run, run_cmd, wait_for
+from ranks import (NW, bench_ok, finish_all, rank_env, start, start_allreducing, survivors_name,
+                   table)
 
 CHECK = binary("comm_check")
 TIMEOUT = 6  # SLOTRUN_TIMEOUT for the failure tests, seconds

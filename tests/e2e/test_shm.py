@@ -10,9 +10,9 @@ import re
 import signal
 import time
 
-from harness import Proc, binary, case, job_env, run, wait_for
-from ranks import (ALLREDUCING, NW, bench_ok, finish_all, free_port, start, start_allreducing,
-                   survivors_name, table)
+from harness import Proc, binary, case, free_port, job_env, run, wait_for
+from ranks import (ALLREDUCING, NW, bench_ok, finish_all, start, start_allreducing, survivors_name,
+                   table)
 
 CHECK = binary("comm_check")
 SR = binary("slotrun")

@@ -99,6 +99,10 @@ def missing_command_is_127_said_once_nothing_started():
     assert code == 127, code
     assert out == b""
     assert err.count(b"no-such-command-xyz") == 1 and err.count(b"\n") == 1, err
+    # a script for python3 that is not there
+    code, out, err = slotrun("--slots", "4", "/nonexistent/train.py")
+    assert code == 127 and out == b"", (code, out)
+    assert err.count(b"train.py") == 1 and b"--no-python" in err and err.count(b"\n") == 1, err
 
 
 @case
@@ -210,34 +214,92 @@ def slotrun_sigkilled_workers_gone_within_a_second():
     wait_for(lambda: not any(pid_alive(x) for x in pids), 1.0, "workers to die with slotrun")
 
 
-@case
-def as_pid1_adopted_zombies_are_reaped():
+# ---- as a container's PID 1 (examples/container/Dockerfile) ----
+
+def as_pid1(*args, env=None):
+    """slotrun ARGS as PID 1 of a new PID namespace, which is what it is as a
+    container's ENTRYPOINT; unshare --kill-child ends the namespace if the
+    test goes first.  Skip where no PID namespace can be made."""
     if os.geteuid() != 0 or not shutil.which("unshare"):
         raise Skip("needs root and unshare for a PID namespace")
-    code, out, err = run_cmd(["unshare", "--pid", "--fork", "--mount-proc", SR, "--slots", "2", "--",
-                              PY, os.path.join(HERE, "orphan_reaped.py")], env=env_for(), timeout=30)
-    if code != 0 and b"unshare:" in err:
-        raise Skip(f"PID namespaces unavailable: {err.strip().decode(errors='replace')}")
-    assert code == 0, (out, err)
-    assert out.count(b"orphan reaped by pid 1: slotrun") == 2, out
+    return Proc(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", SR, *args], env=env_for(env))
+
+
+def unshare_failed(p):
+    if b"unshare:" in p.err:
+        p.finish(10)
+        raise Skip(f"PID namespaces unavailable: {p.err.strip().decode(errors='replace')}")
+
+
+def pid1_ready(p, n, text=b"ready"):
+    """Waits for every worker's text; returns slotrun's pid (PID 1 inside:
+    unshare's child outside, where the test signals it as docker would)."""
+    p.wait_output(lambda s: s.out.count(text) >= n or b"unshare:" in s.err, 20, f"{n} x {text!r}")
+    unshare_failed(p)
+    with open(f"/proc/{p.pid}/task/{p.pid}/children") as f:
+        return int(f.read().split()[0])
+
+
+@case
+def as_pid1_adopted_zombies_are_reaped():
+    p = as_pid1("--slots", "2", "--", PY, os.path.join(HERE, "orphan_reaped.py"))
+    code = p.finish(30)
+    unshare_failed(p)
+    assert code == 0, (p.out, p.err)
+    assert p.out.count(b"orphan reaped by pid 1: slotrun") == 2, p.out
 
 
 @case
 def as_pid1_sigterm_stops_the_job():
-    if os.geteuid() != 0 or not shutil.which("unshare"):
-        raise Skip("needs root and unshare for a PID namespace")
-    p = Proc(["unshare", "--pid", "--fork", "--mount-proc", "--kill-child", SR, "--slots", "2", "--",
-              PY, SIG_CHILD, "SIGTERM=0"], env=env_for())
-    p.wait_output(lambda s: s.out.count(b"ready") == 2 or b"unshare:" in s.err, 20, "ready")
-    if b"unshare:" in p.err:
-        p.finish(10)
-        raise Skip(f"PID namespaces unavailable: {p.err.strip().decode(errors='replace')}")
-    # slotrun is unshare's child; signal it directly (PID 1 inside).
-    kids = open(f"/proc/{p.pid}/task/{p.pid}/children").read().split()
-    os.kill(int(kids[0]), signal.SIGTERM)
+    p = as_pid1("--slots", "2", "--", PY, SIG_CHILD, "SIGTERM=0")
+    os.kill(pid1_ready(p, 2), signal.SIGTERM)
     code = p.finish(20)
     assert code == 143, (code, p.err)
     assert p.out.count(b"got SIGTERM") == 2
+
+
+@case
+def as_pid1_exit_codes_are_the_root_causes():
+    for script, want in (("exit 0", 0), ('[ "$RANK" = 1 ] && exit 3; exec sleep 30', 3),
+                         ('[ "$RANK" = 0 ] && kill -SEGV $$; exec sleep 30', 139),
+                         ("exec no-such-command-xyz", 127)):
+        p = as_pid1("--slots", "2", "--grace", "1", "--", "sh", "-c", script)
+        code = p.finish(30)
+        unshare_failed(p)
+        assert code == want, (script, code, p.err)
+    p = as_pid1("--slots", "2", "--", "no-such-command-xyz")
+    code = p.finish(30)
+    assert code == 127 and p.err.count(b"no-such-command-xyz") == 1, (code, p.err)
+
+
+@case
+def as_pid1_a_worker_ignoring_sigterm_is_killed_after_the_grace():
+    # docker stop: SIGTERM to PID 1, SIGKILL to everything 10 s later; the
+    # grace (1 s here, SLOTRUN_GRACE=8 in the Dockerfile) ends first
+    p = as_pid1("--slots", "2", "--", "sh", "-c",
+                "[ \"$RANK\" = 0 ] && trap '' TERM; echo ready; while :; do sleep 0.2; done",
+                env={"SLOTRUN_GRACE": "1"})
+    pid = pid1_ready(p, 2)
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    code = p.finish(20)
+    assert code == 143, (code, p.err)
+    assert time.monotonic() - t0 < 8, "not within the grace"
+    assert re.search(rb"rank 0 \(local rank 0, pid \d+\): exit 137 \(SIGKILL\)", p.err), p.err
+    assert re.search(rb"rank 1 \(local rank 1, pid \d+\): exit 143 \(SIGTERM\)", p.err), p.err
+    assert not pid_alive(pid)
+
+
+@case
+def as_pid1_preemption_signals_reach_every_worker():
+    p = as_pid1("--slots", "3", "--", PY, SIG_CHILD, "SIGUSR2=0")
+    pid = pid1_ready(p, 3)
+    os.kill(pid, signal.SIGUSR1)    # a notice: the job goes on
+    p.wait_output(lambda s: s.out.count(b"got SIGUSR1") == 3, 20, "SIGUSR1 forwarded")
+    assert p.p.poll() is None, p.err
+    os.kill(pid, signal.SIGUSR2)    # the workers' own choice: exit 0
+    code = p.finish(20)
+    assert code == 0 and p.out.count(b"got SIGUSR2") == 3, (code, p.out, p.err)
 
 
 @case
@@ -284,21 +346,36 @@ def bad_flags_exit_2_and_start_nothing():
 def bad_clusterinfo_exits_2_naming_the_source():
     d = tempfile.mkdtemp()
     try:
+        marker = os.path.join(d, "ran")
         with open(os.path.join(d, "rendezvous.json"), "w") as f:
             f.write('{"container_addrs": ["10.0.0.1"], "container_rank": ')
         cases = [
-            ({"SLOTRUN_DET_INFO_DIR": d}, b"rendezvous.json"),
-            ({"SLURM_JOB_NODELIST": "gpu[01-", "SLURM_NODEID": "0"}, b"SLURM_JOB_NODELIST"),
-            ({"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_NODEID": "5"}, b"SLURM_NODEID"),
-            ({"SLOTRUN_SLOTS": "many"}, b"SLOTRUN_SLOTS"),
-            ({"SLOTRUN_NNODES": "2", "SLOTRUN_ADDRS": "a,b,c"}, b"SLOTRUN_"),
-            ({"DET_SLOT_IDS": "[0,x]"}, b"DET_SLOT_IDS"),
-            ({"C10D_PORT": "99999"}, b"C10D_PORT"),
+            ([], {"SLOTRUN_DET_INFO_DIR": d}, b"rendezvous.json"),
+            ([], {"SLURM_JOB_NODELIST": "gpu[01-", "SLURM_NODEID": "0"}, b"SLURM_JOB_NODELIST"),
+            ([], {"SLURM_JOB_NODELIST": "gpu[01-02]", "SLURM_NODEID": "5"}, b"SLURM_NODEID"),
+            ([], {"SLURM_NODEID": "0", "SLURM_STEP_NUM_TASKS": "4", "SLURM_STEP_NUM_NODES": "1"},
+             b"Slurm started 4 tasks on 1 node"),
+            ([], {"SLOTRUN_SLOTS": "many"}, b"SLOTRUN_SLOTS"),
+            ([], {"SLOTRUN_NNODES": "2", "SLOTRUN_ADDRS": "a,b,c"}, b"SLOTRUN_"),
+            ([], {"DET_SLOT_IDS": "[0,x]"}, b"DET_SLOT_IDS"),
+            ([], {"C10D_PORT": "99999"}, b"C10D_PORT"),
+            ([], {"PET_NNODES": "1:4"}, b"PET_NNODES '1:4'"),
+            ([], {"PET_NPROC_PER_NODE": "cpu"}, b"PET_NPROC_PER_NODE 'cpu'"),
+            ([], {"PET_NNODES": "2", "PET_NODE_RANK": "1"}, b"no source names their addresses"),
+            ([], {"PET_MASTER_ADDR": "a b"}, b"PET_MASTER_ADDR 'a b'"),
+            ([], {"JOB_COMPLETION_INDEX": "one"}, b"JOB_COMPLETION_INDEX 'one'"),
+            ([], {"JOB_COMPLETION_INDEX": "3", "SLOTRUN_ADDRS": "n[0-1]"}, b"JOB_COMPLETION_INDEX '3' is out of range"),
+            (["--nproc_per_node", "0"], {}, b"--nproc_per_node '0'"),
+            (["--nnodes", "2:3"], {}, b"--nnodes '2:3'"),
+            (["--master-addr", ""], {}, b"--master-addr ''"),
+            (["--master_addr", "a", "--addrs", "b,c", "--node-rank", "0"], {}, b"--master_addr 'a' disagrees"),
+            (["--addrs", "n[1-"], {}, b"--addrs 'n[1-'"),
         ]
-        for env, name in cases:
-            code, out, err = slotrun("--", "true", env=env)
-            assert code == 2, (env, code, err)
-            assert name in err and err.count(b"\n") == 1, (env, err)
+        for args, env, name in cases:
+            code, out, err = slotrun(*args, "--", "touch", marker, env=env)
+            assert code == 2, (args, env, code, err)
+            assert name in err and err.count(b"\n") == 1, (args, env, err)
+            assert not os.path.exists(marker), f"{args} {env} started the command"
     finally:
         shutil.rmtree(d)
 

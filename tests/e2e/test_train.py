@@ -6,22 +6,15 @@ import os
 import re
 import shutil
 import signal
-import socket
 import tempfile
 
-from harness import Proc, binary, case, job_env, pids_with_env, run, run_cmd
+from harness import Proc, binary, case, free_port, job_env, pids_with_env, run, run_cmd
 
 SR = binary("slotrun")
 NW = binary("nccl_worker")
 ENV = {"SLOTRUN_TIMEOUT": "30"}
 COMM_RE = re.compile(rb"comm (\d+\.\d+) s of (\d+\.\d+) s \((\d+)%\): (\d+) all-reduces? of (\d+) B")
 TMP = tempfile.mkdtemp(prefix="test_train.")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def ckdir(name):

@@ -307,6 +307,13 @@ CI_TEST(ci, determined_nulls_and_empty_lists_are_absent)
 	cr_assert_eq(CI.src_gpus, CI_SRC_DEFAULT);
 }
 
+CI_TEST(ci, determined_empty_container_addrs_is_an_error)
+{
+	file("rendezvous.json", "{\"container_addrs\": [], \"container_rank\": 0}");
+	FAILS("rendezvous.json: container_addrs is empty: expected the address of every container of the "
+	      "trial, this one's included");
+}
+
 CI_TEST(ci, determined_parts_alone)
 {
 	file("rendezvous.json", "{\"container_slot_counts\": [3, 5]}");
@@ -460,11 +467,16 @@ static const char *const field_name[] = { "nnodes/addrs", "node_rank", "slots", 
 					  "iface", "gpus" };
 
 /* Which sources can name a field: Slurm names no slot count, no port and
- * no interface. */
+ * no interface; torchrun's PET_* no interface and no GPUs; an Indexed Job
+ * only the rank. */
 static bool supplies(enum ci_source s, enum field f)
 {
 	if (s == CI_SRC_SLURM)
 		return f == F_NODES || f == F_RANK || f == F_GPUS;
+	if (s == CI_SRC_TORCHRUN)
+		return f != F_IFACE && f != F_GPUS;
+	if (s == CI_SRC_INDEXED_JOB)
+		return f == F_RANK;
 	if (f == F_GPUS)
 		return s != CI_SRC_FLAG;
 	return true;
@@ -509,6 +521,11 @@ static void give(enum ci_source s, enum field f, int v)
 			env("SLURM_NNODES", fmt("%d", n));
 			env("SLURM_NODEID", fmt("%d", n - 1));
 			break;
+		case CI_SRC_TORCHRUN:    /* the chief's address alone */
+			env("PET_NNODES", fmt("%d", n));
+			env("PET_MASTER_ADDR", fmt("h%d-0", k));
+			env("PET_NODE_RANK", fmt("%d", n - 1));
+			break;
 		case CI_SRC_SLOTRUN_ENV:
 			env("SLOTRUN_NNODES", fmt("%d", n));
 			env("SLOTRUN_ADDRS", fmt("%s", list));
@@ -531,6 +548,16 @@ static void give(enum ci_source s, enum field f, int v)
 				env("SLURM_JOB_NODELIST", "d[1-4]");
 				env("SLURM_NODEID", "2");
 				break;
+			case CI_SRC_TORCHRUN:
+				env("PET_NNODES", "4");
+				env("PET_MASTER_ADDR", "a");
+				env("PET_NODE_RANK", "2");
+				break;
+			case CI_SRC_INDEXED_JOB:
+				/* the index names no nodes: SLOTRUN_ADDRS does */
+				env("JOB_COMPLETION_INDEX", "2");
+				env("SLOTRUN_ADDRS", "a,b,c,d");
+				break;
 			case CI_SRC_SLOTRUN_ENV:
 				env("SLOTRUN_ADDRS", "a,b,c,d");
 				env("SLOTRUN_NODE_RANK", "2");
@@ -544,6 +571,8 @@ static void give(enum ci_source s, enum field f, int v)
 		case CI_SRC_FLAG: FL.node_rank = "1"; break;
 		case CI_SRC_DETERMINED: file("rendezvous.json", "{\"container_rank\":1}"); break;
 		case CI_SRC_SLURM: env("SLURM_NODEID", "1"); break;
+		case CI_SRC_TORCHRUN: env("PET_NODE_RANK", "1"); break;
+		case CI_SRC_INDEXED_JOB: env("JOB_COMPLETION_INDEX", "1"); break;
 		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_NODE_RANK", "1"); break;
 		default: cr_assert_fail();
 		}
@@ -554,6 +583,7 @@ static void give(enum ci_source s, enum field f, int v)
 		case CI_SRC_DETERMINED:
 			file("rendezvous.json", fmt("{\"container_slot_counts\":[%d]}", 2 + k));
 			break;
+		case CI_SRC_TORCHRUN: env("PET_NPROC_PER_NODE", fmt("%d", 2 + k)); break;
 		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_SLOTS", fmt("%d", 2 + k)); break;
 		default: cr_assert_fail();
 		}
@@ -562,6 +592,7 @@ static void give(enum ci_source s, enum field f, int v)
 		switch (s) {
 		case CI_SRC_FLAG: FL.master_port = fmt("%d", 20000 + k); break;
 		case CI_SRC_DETERMINED: env("C10D_PORT", fmt("%d", 20000 + k)); break;
+		case CI_SRC_TORCHRUN: env("PET_MASTER_PORT", fmt("%d", 20000 + k)); break;
 		case CI_SRC_SLOTRUN_ENV: env("SLOTRUN_MASTER_PORT", fmt("%d", 20000 + k)); break;
 		default: cr_assert_fail();
 		}
@@ -600,7 +631,8 @@ static void check(enum ci_source s, enum field f, int v, const char *ctx)
 		cr_assert_eq(CI.nnodes, n, "%s", ctx);
 		cr_assert_eq(CI.node_rank, n - 1, "%s", ctx);
 		cr_assert_str_eq(CI.addrs[0], fmt("h%d-0", k), "%s", ctx);
-		cr_assert_str_eq(CI.addrs[n - 1], fmt("h%d-%d", k, n - 1), "%s", ctx);
+		cr_assert_str_eq(CI.addrs[n - 1], s == CI_SRC_TORCHRUN ? CI_ADDR_UNKNOWN :
+				 fmt("h%d-%d", k, n - 1), "%s", ctx);
 		cr_assert_eq(CI.src_nnodes, s, "%s", ctx);
 		cr_assert_eq(CI.src_addrs, s, "%s", ctx);
 		cr_assert_eq(CI.src_node_rank, s, "%s", ctx);
@@ -634,12 +666,14 @@ static void check(enum ci_source s, enum field f, int v, const char *ctx)
 }
 
 static const enum ci_source by_precedence[] = { CI_SRC_FLAG, CI_SRC_DETERMINED, CI_SRC_SLURM,
+						CI_SRC_TORCHRUN, CI_SRC_INDEXED_JOB,
 						CI_SRC_SLOTRUN_ENV };
+#define NSRC ((int)(sizeof(by_precedence) / sizeof(by_precedence[0])))
 
 CI_TEST(ci, each_source_alone_for_every_field)
 {
 	for (int f = 0; f < NFIELDS; f++)
-		for (int i = 0; i < 4; i++) {
+		for (int i = 0; i < NSRC; i++) {
 			enum ci_source s = by_precedence[i];
 			const char *ctx;
 			if (!supplies(s, (enum field)f))
@@ -660,11 +694,15 @@ CI_TEST(ci, every_pair_higher_source_wins_every_field)
 	int pairs = 0;
 
 	for (int f = 0; f < NFIELDS; f++)
-		for (int hi = 0; hi < 4; hi++)
-			for (int lo = hi + 1; lo < 4; lo++) {
+		for (int hi = 0; hi < NSRC; hi++)
+			for (int lo = hi + 1; lo < NSRC; lo++) {
 				enum ci_source h = by_precedence[hi], l = by_precedence[lo];
 				const char *ctx;
 				if (!supplies(h, (enum field)f) || !supplies(l, (enum field)f))
+					continue;
+				/* a count with the chief alone over a lower list of
+				 * another length disagrees: chief_over_a_lower_list */
+				if (f == F_NODES && h == CI_SRC_TORCHRUN)
 					continue;
 				reset();
 				npool = 0;
@@ -677,12 +715,13 @@ CI_TEST(ci, every_pair_higher_source_wins_every_field)
 				if (f == F_RANK) {
 					/* the loser still named the nodes */
 					cr_assert_eq(CI.nnodes, 4, "%s", ctx);
-					cr_assert_eq(CI.src_nnodes, l, "%s", ctx);
+					cr_assert_eq(CI.src_nnodes, l == CI_SRC_INDEXED_JOB ?
+						     CI_SRC_SLOTRUN_ENV : l, "%s", ctx);
 				}
 				pairs++;
 			}
-	/* nodes 6 + rank 6 + slots 3 + port 3 + iface 3 + gpus 3 */
-	cr_assert_eq(pairs, 24);
+	/* nodes 10 - 1 + rank 15 + slots 6 + port 6 + iface 3 + gpus 3 */
+	cr_assert_eq(pairs, 42);
 }
 
 CI_TEST(ci, gpu_list_sets_slots_only_when_no_explicit_count)
@@ -1017,6 +1056,7 @@ static void set_value(const char *name, const char *value)
 	else if (!strcmp(name, "--slots")) FL.slots = value;
 	else if (!strcmp(name, "--master-port")) FL.master_port = value;
 	else if (!strcmp(name, "--iface")) FL.iface = value;
+	else if (!strcmp(name, "--master-addr")) FL.master_addr = value;
 	else env(name, value);
 }
 
@@ -1026,6 +1066,7 @@ CI_TEST(ci, malformed_flags_and_variables)
 		{ "--nnodes", "SLOTRUN_NNODES" }, { "--node-rank", "SLOTRUN_NODE_RANK" },
 		{ "--addrs", "SLOTRUN_ADDRS" }, { "--slots", "SLOTRUN_SLOTS" },
 		{ "--master-port", "SLOTRUN_MASTER_PORT" }, { "--iface", "SLOTRUN_IFACE" },
+		{ "--master-addr", "SLOTRUN_MASTER_ADDR" },
 	};
 	/* value, expected words; index into names */
 	static const struct { int name; const char *value, *want; } cases[] = {
@@ -1061,6 +1102,12 @@ CI_TEST(ci, malformed_flags_and_variables)
 		{ 5, "eth0 ", "network interface name" },
 		{ 5, "abcdefghijklmnop", "1..15 characters" },
 		{ 5, "..", "network interface name" },
+		{ 6, "", "expected the chief's host name or address" },
+		{ 6, "a,b", "expected the chief's host name" },
+		{ 6, "a b", "expected the chief's host name" },
+		{ 6, "?", "expected the chief's host name" },
+		{ 6, "-x", "expected the chief's host name" },
+		{ 0, "1:3", "an elastic range of node counts is not supported" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1266,6 +1313,398 @@ CI_TEST(ci, explicit_slots_disagree_with_gpu_list)
 	FAILS("--slots '1,3' gives this node 3 slots", "SLURM_STEP_GPUS '0' names 1 GPUs");
 }
 
+/* ---- torchrun's PET_* (Kubeflow's PyTorchJob) ---- */
+
+CI_TEST(ci, torchrun_env_alone_names_the_chief_only)
+{
+	/* what the training operator sets in the pod of worker 1 (node 2) */
+	env("MASTER_ADDR", "train-master-0");
+	env("MASTER_PORT", "23456");
+	env("RANK", "2");
+	env("WORLD_SIZE", "12");
+	env("PET_NNODES", "3");
+	env("PET_NODE_RANK", "2");
+	env("PET_NPROC_PER_NODE", "4");
+	env("PET_MASTER_ADDR", "train-master-0");
+	env("PET_MASTER_PORT", "23456");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.node_rank, 2);
+	cr_assert_str_eq(CI.addrs[0], "train-master-0");
+	cr_assert_str_eq(CI.addrs[1], CI_ADDR_UNKNOWN);
+	cr_assert_str_eq(CI.addrs[2], CI_ADDR_UNKNOWN);
+	cr_assert(!ci_addr_known(CI.addrs[2]) && ci_addr_known(CI.addrs[0]));
+	cr_assert_eq(CI.slots, 4);
+	cr_assert_eq(CI.rank_base, 8);
+	cr_assert_eq(CI.world_size, 12);
+	cr_assert_eq(CI.master_port, 23456);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_TORCHRUN);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_TORCHRUN);
+	cr_assert_eq(CI.src_addrs, CI_SRC_TORCHRUN);
+	cr_assert_eq(CI.src_slots, CI_SRC_TORCHRUN);
+	cr_assert_eq(CI.src_master_port, CI_SRC_TORCHRUN);
+}
+
+CI_TEST(ci, torchrun_env_nproc_auto_and_gpu_are_the_default)
+{
+	const char *deflt[] = { "auto", "gpu" };
+
+	for (size_t i = 0; i < sizeof(deflt) / sizeof(deflt[0]); i++) {
+		reset();
+		env("PET_NPROC_PER_NODE", deflt[i]);
+		load_ok(4);
+		cr_assert_eq(CI.slots, 4, "'%s': the visible GPUs", deflt[i]);
+		cr_assert_eq(CI.src_slots, CI_SRC_DEFAULT);
+		load_ok(0);
+		cr_assert_eq(CI.slots, 1, "'%s' without GPUs", deflt[i]);
+		/* a lower source's count is not hidden by "auto" */
+		env("SLOTRUN_SLOTS", "3");
+		load_ok(4);
+		cr_assert_eq(CI.slots, 3);
+		cr_assert_eq(CI.src_slots, CI_SRC_SLOTRUN_ENV);
+	}
+}
+
+CI_TEST(ci, torchrun_env_equal_elastic_range_is_a_count)
+{
+	env("PET_NNODES", "2:2");
+	env("PET_NODE_RANK", "1");
+	env("PET_MASTER_ADDR", "10.0.0.1");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 2);
+	cr_assert_str_eq(CI.addrs[0], "10.0.0.1");
+	cr_assert_str_eq(CI.addrs[1], CI_ADDR_UNKNOWN);
+}
+
+CI_TEST(ci, torchrun_env_errors)
+{
+	static const struct { const char *var, *value, *want; } bad[] = {
+		{ "PET_NNODES", "1:4", "an elastic range of node counts is not supported" },
+		{ "PET_NNODES", "4:1", "elastic range" },
+		{ "PET_NNODES", "0:0", "expected a node count in 1..65536" },
+		{ "PET_NNODES", "2:", "expected a node count" },
+		{ "PET_NNODES", ":2", "expected a node count" },
+		{ "PET_NNODES", "2:2:2", "expected a node count" },
+		{ "PET_NNODES", "0", "is out of range: expected 1..65536" },
+		{ "PET_NNODES", "two", "expected an integer" },
+		{ "PET_NNODES", "", "expected an integer" },
+		{ "PET_NODE_RANK", "-1", "is out of range" },
+		{ "PET_NODE_RANK", "x", "expected an integer" },
+		{ "PET_NPROC_PER_NODE", "cpu", "does not start one worker per CPU: give a count" },
+		{ "PET_NPROC_PER_NODE", "0", "is out of range: expected a slot count" },
+		{ "PET_NPROC_PER_NODE", "AUTO", "is not a number" },
+		{ "PET_NPROC_PER_NODE", "", "is empty" },
+		{ "PET_MASTER_ADDR", "", "expected the chief's host name or address" },
+		{ "PET_MASTER_ADDR", "a b", "expected the chief's host name" },
+		{ "PET_MASTER_ADDR", "?", "expected the chief's host name" },
+		{ "PET_MASTER_ADDR", "-oProxyCommand=x", "expected the chief's host name" },
+		{ "PET_MASTER_PORT", "0", "is out of range: expected 1..65535" },
+		{ "PET_MASTER_PORT", "23456x", "expected an integer" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		reset();
+		env(bad[i].var, bad[i].value);
+		load_fails(0, (const char *const[]){ fmt("%s '%s'", bad[i].var, bad[i].value),
+						     bad[i].want, NULL });
+	}
+	reset();
+	env("PET_NNODES", "2");
+	env("PET_NODE_RANK", "2");
+	env("PET_MASTER_ADDR", "m");
+	FAILS("PET_NODE_RANK '2' is out of range: PET_NNODES '2' names 2 nodes (0..1)");
+	reset();
+	env("PET_NNODES", "2");
+	env("PET_NODE_RANK", "1");
+	FAILS("PET_NNODES '2' gives 2 nodes but no source names their addresses", "--master-addr");
+}
+
+/* ---- the chief's address alone ---- */
+
+CI_TEST(ci, master_addr_flag_with_a_count)
+{
+	FL.nnodes = "3";
+	FL.node_rank = "1";
+	FL.master_addr = "chief.example";
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "chief.example");
+	cr_assert_str_eq(CI.addrs[1], CI_ADDR_UNKNOWN);
+	cr_assert_str_eq(CI.addrs[2], CI_ADDR_UNKNOWN);
+	cr_assert_eq(CI.src_addrs, CI_SRC_FLAG);
+	reset();
+	env("SLOTRUN_NNODES", "2");
+	env("SLOTRUN_NODE_RANK", "0");
+	env("SLOTRUN_MASTER_ADDR", "10.1.1.1");
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "10.1.1.1");
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLOTRUN_ENV);
+}
+
+CI_TEST(ci, master_addr_alone_on_one_node_is_the_master_address)
+{
+	FL.master_addr = "localhost";
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 1);
+	cr_assert_str_eq(CI.addrs[0], "localhost");
+}
+
+CI_TEST(ci, master_addr_and_list_of_one_source_must_agree)
+{
+	FL.addrs = "a,b";
+	FL.node_rank = "1";
+	FL.master_addr = "a";
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "a");
+	cr_assert_str_eq(CI.addrs[1], "b");
+	FL.master_addr = "b";
+	FAILS("--master-addr 'b' disagrees with --addrs 'a,b', whose first entry 'a' is the chief");
+	reset();
+	env("SLOTRUN_ADDRS", "a,b");
+	env("SLOTRUN_NODE_RANK", "0");
+	env("SLOTRUN_MASTER_ADDR", "c");
+	FAILS("SLOTRUN_MASTER_ADDR 'c' disagrees with SLOTRUN_ADDRS 'a,b'");
+}
+
+CI_TEST(ci, chief_over_a_lower_list)
+{
+	/* the chief's name from a higher source, the others from Slurm */
+	FL.master_addr = "n1-ib";
+	env("SLURM_JOB_NODELIST", "n[1-3]");
+	env("SLURM_NODEID", "2");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_str_eq(CI.addrs[0], "n1-ib");
+	cr_assert_str_eq(CI.addrs[1], "n2");
+	cr_assert_str_eq(CI.addrs[2], "n3");
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLURM);
+	/* PET_* over SLOTRUN_ADDRS of the same length */
+	reset();
+	env("PET_NNODES", "2");
+	env("PET_NODE_RANK", "1");
+	env("PET_MASTER_ADDR", "m");
+	env("SLOTRUN_ADDRS", "x,y");
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "m");
+	cr_assert_str_eq(CI.addrs[1], "y");
+	/* ... and of another length */
+	env("SLOTRUN_ADDRS", "x,y,z");
+	FAILS("SLOTRUN_ADDRS 'x,y,z' (3 addresses) disagrees with PET_NNODES '2' (2 nodes)");
+}
+
+CI_TEST(ci, chief_under_a_higher_list_is_overridden)
+{
+	env("SLURM_JOB_NODELIST", "n[1-2]");
+	env("SLURM_NODEID", "1");
+	env("PET_MASTER_ADDR", "elsewhere");
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "n1");
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLURM);
+	reset();
+	FL.addrs = "a,b";
+	FL.node_rank = "0";
+	env("SLOTRUN_MASTER_ADDR", "z");
+	load_ok(0);
+	cr_assert_str_eq(CI.addrs[0], "a");
+}
+
+/* ---- hostlists in --addrs and SLOTRUN_ADDRS ---- */
+
+CI_TEST(ci, addrs_take_a_hostlist)
+{
+	FL.addrs = "train-[0-3].train";
+	FL.node_rank = "3";
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 4);
+	cr_assert_str_eq(CI.addrs[0], "train-0.train");
+	cr_assert_str_eq(CI.addrs[3], "train-3.train");
+	reset();
+	env("SLOTRUN_ADDRS", "gpu[01-02],cpu1");
+	env("SLOTRUN_NODE_RANK", "2");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_str_eq(CI.addrs[1], "gpu02");
+	cr_assert_str_eq(CI.addrs[2], "cpu1");
+}
+
+CI_TEST(ci, addrs_hostlist_errors)
+{
+	FL.addrs = "n[1-";
+	FAILS("--addrs 'n[1-': unclosed '['");
+	reset();
+	env("SLOTRUN_ADDRS", "n[3-1]");
+	FAILS("SLOTRUN_ADDRS 'n[3-1]'", "reversed range");
+	reset();
+	FL.addrs = "-[1-2]";
+	FAILS("--addrs '-[1-2]': entry '-1' is not a host name or address");
+	reset();
+	FL.addrs = "n?[1-2]";
+	FAILS("--addrs 'n?[1-2]': entry 'n?1' is not a host name or address");
+	reset();
+	FL.addrs = "a,?";
+	FAILS("--addrs 'a,?': entry '?' is not a host name or address");
+}
+
+/* ---- a Kubernetes Indexed Job ---- */
+
+CI_TEST(ci, indexed_job_index_is_the_node_rank)
+{
+	env("JOB_COMPLETION_INDEX", "2");
+	env("SLOTRUN_ADDRS", "w-[0-3].w");
+	env("SLOTRUN_SLOTS", "2");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 4);
+	cr_assert_eq(CI.node_rank, 2);
+	cr_assert_eq(CI.rank_base, 4);
+	cr_assert_str_eq(CI.addrs[2], "w-2.w");
+	cr_assert_eq(CI.src_node_rank, CI_SRC_INDEXED_JOB);
+	/* over SLOTRUN_NODE_RANK, under --node-rank */
+	env("SLOTRUN_NODE_RANK", "1");
+	load_ok(0);
+	cr_assert_eq(CI.node_rank, 2);
+	FL.node_rank = "3";
+	load_ok(0);
+	cr_assert_eq(CI.node_rank, 3);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_FLAG);
+}
+
+CI_TEST(ci, indexed_job_with_the_chief_alone)
+{
+	env("JOB_COMPLETION_INDEX", "1");
+	FL.nnodes = "3";
+	FL.master_addr = "w-0.w";
+	load_ok(0);
+	cr_assert_eq(CI.node_rank, 1);
+	cr_assert_str_eq(CI.addrs[0], "w-0.w");
+	cr_assert_str_eq(CI.addrs[1], CI_ADDR_UNKNOWN);
+}
+
+CI_TEST(ci, indexed_job_index_of_a_one_node_pod_is_no_rank)
+{
+	env("JOB_COMPLETION_INDEX", "5");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 1);
+	cr_assert_eq(CI.node_rank, 0);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DEFAULT);
+	/* but with several nodes it must fit */
+	env("SLOTRUN_ADDRS", "a,b");
+	FAILS("JOB_COMPLETION_INDEX '5' is out of range: SLOTRUN_ADDRS 'a,b' names 2 nodes (0..1)");
+}
+
+CI_TEST(ci, indexed_job_errors)
+{
+	env("JOB_COMPLETION_INDEX", "x");
+	FAILS("JOB_COMPLETION_INDEX 'x': expected an integer");
+	reset();
+	env("JOB_COMPLETION_INDEX", "-1");
+	FAILS("JOB_COMPLETION_INDEX '-1' is out of range");
+	reset();
+	env("JOB_COMPLETION_INDEX", "");
+	FAILS("JOB_COMPLETION_INDEX ''", "expected an integer");
+}
+
+/* ---- Slurm: one slotrun per node ---- */
+
+CI_TEST(ci, slurm_step_of_one_task_per_node)
+{
+	env("SLURM_JOB_NODELIST", "n[1-2]");
+	env("SLURM_NODEID", "1");
+	env("SLURM_STEP_NUM_TASKS", "2");
+	env("SLURM_STEP_NUM_NODES", "2");
+	env("SLURM_LOCALID", "0");
+	load_ok(0);
+	cr_assert_eq(CI.node_rank, 1);
+}
+
+CI_TEST(ci, slurm_step_with_more_tasks_than_nodes_is_refused)
+{
+	env("SLURM_JOB_NODELIST", "n[1-2]");
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "8");
+	env("SLURM_STEP_NUM_NODES", "2");
+	env("SLURM_LOCALID", "0");
+	FAILS("Slurm started 8 tasks on 2 nodes (SLURM_STEP_NUM_TASKS '8', SLURM_STEP_NUM_NODES '2')",
+	      "srun --ntasks-per-node=1");
+	/* flags do not hide it: two jobs would still run */
+	FL.nnodes = "1";
+	FAILS("Slurm started 8 tasks");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "2");
+	env("SLURM_STEP_NUM_NODES", "1");
+	FAILS("Slurm started 2 tasks on 1 node (");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_LOCALID", "1");
+	FAILS("SLURM_LOCALID '1': this is not the first Slurm task on this node",
+	      "srun --ntasks-per-node=1");
+}
+
+CI_TEST(ci, slurm_task_counts_malformed_or_outside_a_job)
+{
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_TASKS", "many");
+	FAILS("SLURM_STEP_NUM_TASKS 'many': expected an integer");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_STEP_NUM_NODES", "0");
+	FAILS("SLURM_STEP_NUM_NODES '0' is out of range");
+	reset();
+	env("SLURM_NODEID", "0");
+	env("SLURM_LOCALID", "-1");
+	FAILS("SLURM_LOCALID '-1' is out of range");
+	/* without SLURM_NODEID or SLURM_JOB_NODELIST, Slurm is no source */
+	reset();
+	env("SLURM_STEP_NUM_TASKS", "8");
+	env("SLURM_STEP_NUM_NODES", "1");
+	env("SLURM_LOCALID", "3");
+	load_ok(0);
+	cr_assert_eq(CI.src_node_rank, CI_SRC_DEFAULT);
+}
+
+/* ---- torchrun's spellings of the flags ---- */
+
+CI_TEST(ci, torchrun_flag_spellings)
+{
+	FL.slots = "auto";
+	FL.slots_flag = "--nproc-per-node";
+	load_ok(2);
+	cr_assert_eq(CI.slots, 2);
+	cr_assert_eq(CI.src_slots, CI_SRC_DEFAULT);
+	FL.slots = "gpu";
+	load_ok(0);
+	cr_assert_eq(CI.slots, 1);
+	FL.slots = "3";
+	FL.slots_flag = "--nproc_per_node";
+	load_ok(0);
+	cr_assert_eq(CI.slots, 3);
+	cr_assert_eq(CI.src_slots, CI_SRC_FLAG);
+	FL.slots = "cpu";
+	FAILS("--nproc_per_node 'cpu'", "give a count");
+	FL.slots = "auto";
+	FL.slots_flag = NULL;
+	FAILS("--slots 'auto'", "is not a number", "expected a slot count");
+	reset();
+	FL.nnodes = "2:2";
+	FL.node_rank = "x";
+	FL.node_rank_flag = "--node_rank";
+	FAILS("--node_rank 'x': expected an integer");
+	FL.node_rank = "1";
+	FL.master_addr = "a b";
+	FL.master_addr_flag = "--master_addr";
+	FAILS("--master_addr 'a b': expected the chief's host name or address");
+	FL.master_addr = "10.0.0.1";
+	FL.master_port = "0";
+	FL.master_port_flag = "--master_port";
+	FAILS("--master_port '0' is out of range");
+	FL.master_port = "29555";
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 2);
+	cr_assert_eq(CI.master_port, 29555);
+	cr_assert_str_eq(CI.addrs[0], "10.0.0.1");
+	FL.nnodes = "1:4";
+	FAILS("--nnodes '1:4': an elastic range of node counts is not supported", "'4'");
+}
+
 /* ---- source names ---- */
 
 CI_TEST(ci, source_names)
@@ -1273,6 +1712,8 @@ CI_TEST(ci, source_names)
 	cr_assert_str_eq(ci_source_name(CI_SRC_FLAG), "flag");
 	cr_assert_str_eq(ci_source_name(CI_SRC_DETERMINED), "determined");
 	cr_assert_str_eq(ci_source_name(CI_SRC_SLURM), "slurm");
+	cr_assert_str_eq(ci_source_name(CI_SRC_TORCHRUN), "torchrun");
+	cr_assert_str_eq(ci_source_name(CI_SRC_INDEXED_JOB), "indexed-job");
 	cr_assert_str_eq(ci_source_name(CI_SRC_SLOTRUN_ENV), "env");
 	cr_assert_str_eq(ci_source_name(CI_SRC_DEFAULT), "default");
 }
@@ -1285,7 +1726,9 @@ static void real_setup(void)
 		"SLURM_STEP_GPUS", "SLURM_JOB_GPUS", "CUDA_VISIBLE_DEVICES", "DET_SLOT_IDS",
 		"DET_INTER_NODE_NETWORK_INTERFACE", "C10D_PORT", "SLOTRUN_NNODES",
 		"SLOTRUN_NODE_RANK", "SLOTRUN_ADDRS", "SLOTRUN_SLOTS", "SLOTRUN_MASTER_PORT",
-		"SLOTRUN_IFACE" };
+		"SLOTRUN_IFACE", "SLOTRUN_MASTER_ADDR", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_NUM_NODES",
+		"SLURM_LOCALID", "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR",
+		"PET_MASTER_PORT", "JOB_COMPLETION_INDEX" };
 
 	/* the test may itself run under Slurm or on a GPU box */
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)

@@ -153,3 +153,66 @@ LEAK_TEST(options, bad_job_plane_values_name_the_source)
 	cr_assert_eq(parse(plain, &o, err), -EINVAL);
 	cr_assert_str_eq(err, "SLOTRUN_HEARTBEAT_TIMEOUT '0': expected seconds, a number from 0.1 to 600");
 }
+
+LEAK_TEST(options, torchrun_spellings_fill_cluster_info)
+{
+	struct options o;
+	char err[512];
+	const char *none[] = { NULL };
+	const char *dashes[] = { "slotrun", "--nproc-per-node", "4", "--nnodes", "2", "--node-rank", "1",
+				 "--master-addr", "10.0.0.1", "--master-port=29555", "train.py", NULL };
+	const char *underscores[] = { "slotrun", "--nproc_per_node=gpu", "--node_rank", "1",
+				      "--master_addr", "h0", "--master_port", "29556", "--", "x", NULL };
+	const char *mixed[] = { "slotrun", "--nproc-per-node", "2", "--slots", "3", "x", NULL };
+
+	fake_env = none;
+	cr_assert_eq(parse(dashes, &o, err), OPT_RUN, "%s", err);
+	cr_assert_str_eq(o.ci.slots, "4");
+	cr_assert_str_eq(o.ci.slots_flag, "--nproc-per-node");
+	cr_assert_str_eq(o.ci.node_rank, "1");
+	cr_assert_null(o.ci.node_rank_flag, "the canonical spelling");
+	cr_assert_str_eq(o.ci.master_addr, "10.0.0.1");
+	cr_assert_null(o.ci.master_addr_flag);
+	cr_assert_str_eq(o.ci.master_port, "29555");
+	cr_assert_null(o.ci.master_port_flag);
+	cr_assert_eq(parse(underscores, &o, err), OPT_RUN, "%s", err);
+	cr_assert_str_eq(o.ci.slots, "gpu");
+	cr_assert_str_eq(o.ci.slots_flag, "--nproc_per_node");
+	cr_assert_str_eq(o.ci.node_rank_flag, "--node_rank");
+	cr_assert_str_eq(o.ci.master_addr, "h0");
+	cr_assert_str_eq(o.ci.master_addr_flag, "--master_addr");
+	cr_assert_str_eq(o.ci.master_port, "29556");
+	cr_assert_str_eq(o.ci.master_port_flag, "--master_port");
+	cr_assert_str_eq(o.argv[0], "x");
+	/* the last of the two spellings wins, named as it was written */
+	cr_assert_eq(parse(mixed, &o, err), OPT_RUN, "%s", err);
+	cr_assert_str_eq(o.ci.slots, "3");
+	cr_assert_null(o.ci.slots_flag);
+}
+
+LEAK_TEST(options, a_python_script_runs_under_python3)
+{
+	struct options o;
+	char err[512];
+	const char *none[] = { NULL };
+	const char *no_py[] = { "SLOTRUN_NO_PYTHON=1", NULL };
+	const char *script[] = { "slotrun", "--slots", "2", "train.py", "--lr", "1", NULL };
+	const char *flag[] = { "slotrun", "--no-python", "./tool.py", NULL };
+	const char *cmd[] = { "slotrun", "python3", "train.py", NULL };
+	const char *named_py[] = { "slotrun", ".py", NULL };
+
+	fake_env = none;
+	cr_assert_eq(parse(script, &o, err), OPT_RUN, "%s", err);
+	cr_assert_str_eq(o.interpreter, OPT_PYTHON);
+	cr_assert_str_eq(o.argv[0], "train.py");
+	cr_assert_eq(parse(flag, &o, err), OPT_RUN, "%s", err);
+	cr_assert_null(o.interpreter, "--no-python");
+	cr_assert(o.no_python);
+	cr_assert_eq(parse(cmd, &o, err), OPT_RUN, "%s", err);
+	cr_assert_null(o.interpreter, "only the COMMAND's own name counts");
+	cr_assert_eq(parse(named_py, &o, err), OPT_RUN, "%s", err);
+	cr_assert_null(o.interpreter, "a name that is only the suffix");
+	fake_env = no_py;
+	cr_assert_eq(parse(script, &o, err), OPT_RUN, "%s", err);
+	cr_assert_null(o.interpreter, "SLOTRUN_NO_PYTHON=1");
+}

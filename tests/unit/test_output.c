@@ -135,7 +135,8 @@ LEAK_TEST(output, console_never_blocks_and_writes_whole_lines)
 	int p[2];
 	struct out_console c;
 	char line[1000], buf[8192];
-	size_t queued = 0;
+	size_t queued = 0, pending;
+	struct out_stream s;
 
 	signal(SIGPIPE, SIG_IGN); /* as slotrun does */
 	cr_assert_eq(pipe(p), 0);
@@ -145,7 +146,6 @@ LEAK_TEST(output, console_never_blocks_and_writes_whole_lines)
 	line[sizeof(line) - 1] = '\n';
 	/* 100 KB into a 4 KB pipe nobody reads: flush must return, not block */
 	for (int i = 0; i < 100; i++) {
-		struct out_stream s;
 		out_stream_init(&s, -1, &c, -1, NULL);
 		ls_feed(&s.ls, line, sizeof(line));
 		queued += sizeof(line);
@@ -156,9 +156,48 @@ LEAK_TEST(output, console_never_blocks_and_writes_whole_lines)
 	cr_assert_gt(n, 0);
 	cr_assert_eq(buf[n - 1], '\n');
 	cr_assert_eq(n % 1000, 0, "only whole lines are written");
+	pending = out_console_pending(&c);
 	close(p[0]);
-	out_console_flush_all(&c);
+	cr_assert_eq(out_console_flush(&c), 0);
 	cr_assert(c.broken, "the reader went away: EPIPE drops the rest");
+	cr_assert_eq(c.err, EPIPE);
+	cr_assert_eq(c.dropped, pending, "what was dropped is counted");
+	out_stream_init(&s, -1, &c, -1, NULL);
+	ls_feed(&s.ls, line, sizeof(line));
+	cr_assert_eq(c.dropped, pending + sizeof(line), "and what comes later");
+	close(p[1]);
+	out_console_free(&c);
+}
+
+LEAK_TEST(output, a_log_file_that_fails_is_closed_and_the_rest_counted)
+{
+	struct out_stream s;
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(full, 0);
+	out_stream_init(&s, -1, NULL, full, NULL);
+	ls_feed(&s.ls, "one\ntwo\n", 8);
+	cr_assert_eq(s.file_err, ENOSPC);
+	cr_assert_eq(s.file_fd, -1, "closed");
+	cr_assert_eq(s.file_lost, 8);
+	ls_feed(&s.ls, "three\n", 6);
+	cr_assert_eq(s.file_lost, 14);
+}
+
+LEAK_TEST(output, dropping_at_exit_is_counted)
+{
+	struct out_console c;
+	struct out_stream s;
+	int p[2];
+
+	cr_assert_eq(pipe(p), 0);
+	out_console_init(&c, p[1]);
+	out_stream_init(&s, -1, &c, -1, NULL);
+	ls_feed(&s.ls, "unread\n", 7);
+	out_console_drop(&c);
+	cr_assert_eq(c.dropped, 7);
+	cr_assert_eq(out_console_pending(&c), 0);
+	close(p[0]);
 	close(p[1]);
 	out_console_free(&c);
 }

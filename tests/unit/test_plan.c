@@ -124,7 +124,7 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 
 	fake_env = NULL;
 	cr_assert_eq(plan_build(&ci, ts, &po, &FAKE_ENV, &p), 0);
-	row = plan_slot_json(&p, 0);
+	row = plan_slot_json(&p, 0, NULL);
 	cr_assert_null(strstr(row, "topsecret"));
 	cr_assert_null(strchr(row, '\n'), "one line");
 	o = json_loads(row, 0, &je);
@@ -134,11 +134,14 @@ LEAK_TEST(plan, dry_run_row_is_json_with_the_secret_hidden)
 	cr_assert_str_eq(json_string_value(json_object_get(o, "gpu")), "1");
 	cr_assert_str_eq(json_string_value(json_object_get(o, "cpus")), "0-1");
 	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(o, "env"), PLAN_SECRET_VAR)), "<secret>");
+	cr_assert_null(json_object_get(o, "command"), "left out without a command");
 	json_decref(o);
 	free(row);
-	row = plan_slot_json(&p, 1);
+	row = plan_slot_json(&p, 1, (char *const[]){ "python3", "train.py", NULL });
 	o = json_loads(row, 0, &je);
 	cr_assert(json_is_null(json_object_get(o, "gpu")), "no GPU is null");
+	cr_assert_eq(json_array_size(json_object_get(o, "command")), 2);
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "command"), 1)), "train.py");
 	json_decref(o);
 	free(row);
 	plan_free(&p);
@@ -155,7 +158,7 @@ LEAK_TEST(plan, envp_overrides_and_keeps_the_rest)
 
 	fake_env = NULL;
 	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
-	envp = plan_envp(&p.slots[0], base);
+	envp = plan_envp(&p.slots[0], base, NULL);
 	for (char **e = envp; *e; e++, n++) {
 		if (strncmp(*e, "RANK=", 5) == 0) {
 			rank_seen++;
@@ -167,6 +170,35 @@ LEAK_TEST(plan, envp_overrides_and_keeps_the_rest)
 	for (char **e = envp; *e; e++)
 		found += !strcmp(*e, "RANKING=keep") + !strcmp(*e, "PATH=/bin") + !strcmp(*e, "HOME=/root");
 	cr_assert_eq(found, 3);
+	free(envp);
+	plan_free(&p);
+}
+
+LEAK_TEST(plan, the_attempts_variables_go_over_everything)
+{
+	struct cluster_info ci = two_nodes();
+	struct plan_opts po = { .secret = "x" };
+	char *base[] = { "PATH=/bin", "SLOTRUN_RESTART_COUNT=7", NULL };
+	char *extra[] = { "SLOTRUN_RESTART_COUNT=1", "SLOTRUN_JOB_SECRET=x.attempt-1", NULL };
+	struct plan p;
+	char **envp;
+	int count = 0, secret = 0;
+
+	fake_env = NULL;
+	cr_assert_eq(plan_build(&ci, NULL, &po, &FAKE_ENV, &p), 0);
+	envp = plan_envp(&p.slots[0], base, extra);
+	for (char **e = envp; *e; e++) {
+		if (!strncmp(*e, "SLOTRUN_RESTART_COUNT=", 22)) {
+			count++;
+			cr_assert_str_eq(*e, "SLOTRUN_RESTART_COUNT=1", "over the inherited one");
+		}
+		if (!strncmp(*e, "SLOTRUN_JOB_SECRET=", 19)) {
+			secret++;
+			cr_assert_str_eq(*e, "SLOTRUN_JOB_SECRET=x.attempt-1", "over the slot's own");
+		}
+	}
+	cr_assert_eq(count, 1);
+	cr_assert_eq(secret, 1);
 	free(envp);
 	plan_free(&p);
 }

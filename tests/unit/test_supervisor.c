@@ -278,3 +278,35 @@ LEAK_TEST(supervisor, a_stop_from_the_job_plane_after_our_failure_keeps_our_root
 	cr_assert_eq(a.signal_workers, 0);
 	cr_assert_eq(s.root_cause, 1);
 }
+
+LEAK_TEST(supervisor, a_hung_worker_is_the_root_cause_with_124)
+{
+	struct sup_actions a;
+	struct sup_event hang = { .type = SUP_EV_HANG, .worker = 2, .t = 5.0 };
+
+	a = sup_step(&s, &hang);
+	cr_assert_eq(s.state, SUP_STOPPING);
+	cr_assert_eq(a.signal_workers, SIGTERM);
+	cr_assert(a.arm_timer);
+	cr_assert_eq(s.root_cause, 2);
+	ev_exit(2, 143);
+	cr_assert_eq(code[2], SUP_HANG_CODE, "our TERM does not replace the hang");
+	cr_assert_eq(fate[2], SUP_W_EXITED);
+	ev_exit(0, 143);
+	ev_exit(1, 143);
+	a = ev_exit(3, 143);
+	cr_assert_eq(s.state, SUP_SWEEP);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), SUP_HANG_CODE);
+	a = sup_step(&s, &hang);
+	cr_assert_eq(a.signal_workers, 0, "too late for another");
+}
+
+LEAK_TEST(supervisor, a_hang_after_a_failure_changes_nothing)
+{
+	struct sup_event hang = { .type = SUP_EV_HANG, .worker = 2, .t = 5.0 };
+
+	ev_exit(1, 3);
+	cr_assert_eq(sup_step(&s, &hang).signal_workers, 0);
+	cr_assert_eq(s.root_cause, 1);
+}

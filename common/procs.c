@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io.h"
@@ -54,14 +55,18 @@ static bool proc_is_ours(void)
 	return atoi(buf) == (int)getpid();
 }
 
-int procs_signal_descendants(pid_t root, int sig)
+/* Every live descendant of root, in *out (malloc'd; free it).  Returns how
+ * many, or a negative errno. */
+static int descendants(pid_t root, pid_t **out)
 {
 	struct pp *all = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
+	pid_t *found;
 	DIR *d;
 	int count = 0;
 
+	*out = NULL;
 	if (!proc_is_ours())
 		return -ENOTSUP;
 	d = opendir("/proc");
@@ -104,9 +109,68 @@ int procs_signal_descendants(pid_t root, int sig)
 			}
 		}
 	}
+	found = malloc((n ? n : 1) * sizeof(*found));
+	if (!found) {
+		free(all);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < n; i++)
-		if (all[i].ppid == root && all[i].pid != root && kill(all[i].pid, sig) == 0)
-			count++;
+		if (all[i].ppid == root && all[i].pid != root)
+			found[count++] = all[i].pid;
 	free(all);
+	*out = found;
 	return count;
+}
+
+int procs_signal_descendants(pid_t root, int sig)
+{
+	pid_t *pids;
+	int n = descendants(root, &pids), count = 0;
+
+	for (int i = 0; i < n; i++)
+		if (kill(pids[i], sig) == 0)
+			count++;
+	free(pids);
+	return n < 0 ? n : count;
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int procs_tree(pid_t root, pid_t *pids, int max)
+{
+	pid_t *all;
+	int n = descendants(root, &all), k = 0;
+
+	if (n < 0)
+		return n;
+	if (max > 0)
+		pids[k++] = root;
+	qsort(all, (size_t)n, sizeof(*all), by_pid);
+	for (int i = 0; i < n && k < max; i++)
+		pids[k++] = all[i];
+	free(all);
+	return k;
+}
+
+int procs_kill_subtree(void)
+{
+	pid_t self = getpid();
+
+	for (;;) {
+		int n = procs_signal_descendants(self, SIGKILL);
+
+		if (n < 0)
+			return n;
+		/* One death at least is coming (everything found was killed);
+		 * a process forked after the walk is found by the next one. */
+		if (waitpid(-1, NULL, 0) < 0 && errno == ECHILD)
+			return 0;
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+	}
 }

@@ -1,0 +1,102 @@
+#include "child.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdnoreturn.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "io.h"
+
+extern char **environ;
+
+struct report {
+	int stage;
+	int err;
+};
+
+static noreturn void fail(int fd, enum child_stage stage, int err)
+{
+	struct report rep = { stage, err };
+
+	(void)!write(fd, &rep, sizeof(rep));
+	_exit(stage == CHILD_EXEC ? (err == ENOENT ? 127 : 126) : 1);
+}
+
+/* Runs in the child only; never returns. */
+static noreturn void child(const struct child_spec *s, pid_t parent, int report_w)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	int e;
+
+	for (int i = 0; i < s->nreset; i++)
+		sigaction(s->reset_signals[i], &dfl, NULL);
+	sigaction(SIGPIPE, s->sigpipe ? s->sigpipe : &dfl, NULL);
+	if (setpgid(0, 0) < 0)
+		fail(report_w, CHILD_SETUP, errno);
+	if (s->death_signal) {
+		if (prctl(PR_SET_PDEATHSIG, s->death_signal) < 0)
+			fail(report_w, CHILD_SETUP, errno);
+		if (getppid() != parent)
+			_exit(128 + SIGKILL);
+	}
+	if (s->prepare && (e = s->prepare(s->ctx)) < 0)
+		fail(report_w, CHILD_PREPARE, -e);
+	for (int fd = 0; fd < 3; fd++)
+		if (s->stdio[fd] >= 0 && dup2(s->stdio[fd], fd) < 0)
+			fail(report_w, CHILD_SETUP, errno);
+	sigprocmask(SIG_SETMASK, s->mask, NULL);
+	if (s->path)
+		execve(s->path, s->argv, s->envp ? s->envp : environ);
+	else if (s->envp)
+		execvpe(s->argv[0], s->argv, s->envp);
+	else
+		execvp(s->argv[0], s->argv);
+	fail(report_w, CHILD_EXEC, errno);
+}
+
+pid_t child_fork_pipe(int p[2])
+{
+	pid_t pid;
+	int e;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid >= 0)
+		return pid;
+	e = errno;
+	close(p[0]);
+	close(p[1]);
+	return -e;
+}
+
+int child_start(const struct child_spec *s, pid_t *pid, int *report_fd)
+{
+	pid_t parent = getpid();
+	int p[2];
+
+	*pid = child_fork_pipe(p);
+	if (*pid < 0)
+		return (int)*pid;
+	if (*pid == 0)
+		child(s, parent, p[1]);
+	/* Both sides set the group, so signals sent right after fork already
+	 * reach it whichever side runs first. */
+	(void)setpgid(*pid, *pid);
+	close(p[1]);
+	*report_fd = p[0];
+	return 0;
+}
+
+enum child_stage child_read_report(int report_fd, int *err)
+{
+	struct report rep;
+	ssize_t n = io_read(report_fd, &rep, sizeof(rep));
+
+	close(report_fd);
+	if (n != (ssize_t)sizeof(rep))
+		return CHILD_OK;
+	*err = rep.err;
+	return (enum child_stage)rep.stage;
+}

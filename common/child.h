@@ -1,0 +1,57 @@
+/* Starting a program in a child process: fork, set the child up, exec.
+ * slotrun starts its workers with it and wrap_rank its command.
+ *
+ * The caller blocks the signals it handles before calling (so that no
+ * handler of the parent runs in the child between fork and exec) and
+ * passes the mask the program is to start with.  The child, in order:
+ * SIGPIPE and the signals listed set back to their defaults; its own
+ * process group (set by both sides, so a signal sent right after fork
+ * already reaches it); the parent-death signal, then getppid() checked
+ * (the parent may have died before prctl took effect, and then nobody
+ * would send it); the caller's own step; stdio; the mask; exec.
+ *
+ * Whether that worked comes back over a CLOEXEC pipe: EOF means the exec
+ * succeeded, else a report of the stage that failed and its errno.  A
+ * failed child exits 127 (exec: not found), 126 (exec: anything else) or
+ * 1 (an earlier stage), never returning into the caller's code; one that
+ * finds its parent gone exits 128+SIGKILL without a report. */
+#ifndef SLOTRUN_CHILD_H
+#define SLOTRUN_CHILD_H
+
+#include <signal.h>
+#include <sys/types.h>
+
+enum child_stage { CHILD_OK, CHILD_SETUP, CHILD_PREPARE, CHILD_EXEC };
+
+struct child_spec {
+	const char *path;              /* execve'd; NULL: argv[0] looked up in PATH */
+	char *const *argv;
+	char *const *envp;             /* NULL: the caller's environment */
+	const sigset_t *mask;          /* the program's signal mask */
+	const int *reset_signals;      /* set back to SIG_DFL (SIGPIPE always is) */
+	int nreset;
+	const struct sigaction *sigpipe; /* SIGPIPE's action instead of SIG_DFL, or NULL */
+	int death_signal;              /* the parent-death signal; 0: none */
+	int stdio[3];                  /* dup2'ed onto 0, 1 and 2; -1: inherited */
+	/* The caller's step, run after the parent-death signal is set and
+	 * before stdio: returns 0 or a negative errno (reported as
+	 * CHILD_PREPARE).  NULL: none. */
+	int (*prepare)(void *ctx);
+	void *ctx;
+};
+
+/* fork(2), with a CLOEXEC pipe made first for the two sides to talk over
+ * (p[0] to read, p[1] to write; each side closes the end it does not use).
+ * Returns the child's pid, 0 in the child, or -errno with nothing open. */
+pid_t child_fork_pipe(int p[2]);
+
+/* Forks and execs.  On success *pid is the child, which leads its own
+ * process group, and *report_fd the read end of its report pipe (for
+ * child_read_report).  Returns 0 or -errno (nothing was started). */
+int child_start(const struct child_spec *s, pid_t *pid, int *report_fd);
+
+/* Blocks until the child has exec'd (returns CHILD_OK) or failed: returns
+ * the stage and sets *err to its errno.  Closes report_fd. */
+enum child_stage child_read_report(int report_fd, int *err);
+
+#endif
