@@ -182,31 +182,15 @@ KERNELS16(fp16_max, fp16_in, fp16_out, OP_MAX)
 
 #ifdef HAVE_X86_F16C
 /* fp16 with the F16C conversion instructions, 8 lanes at a time; the tail
- * goes through the software conversion, which rounds the same way. */
+ * goes through the software conversion, which rounds the same way.  Out
+ * of place; d may be a (not b), since each group of 8 is loaded before it
+ * is stored, so the in-place form is the same function with a = d. */
 #define KERNEL_F16C(name, VOP, OP)                                                      \
-	__attribute__((target("avx2,f16c"))) static void name(                          \
-		void *restrict dv, const void *restrict sv, size_t n)                   \
+	__attribute__((target("avx2,f16c"))) static void name##2(                       \
+		void *dv, const void *av, const void *restrict bv, size_t n)            \
 	{                                                                               \
-		uint16_t *restrict d = dv;                                              \
-		const uint16_t *restrict s = sv;                                        \
-		size_t i = 0;                                                           \
-		for (; i + 8 <= n; i += 8) {                                            \
-			__m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(d + i))); \
-			__m256 b = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(s + i))); \
-			_mm_storeu_si128((__m128i *)(d + i),                            \
-					 _mm256_cvtps_ph(VOP(a, b), _MM_FROUND_TO_NEAREST_INT)); \
-		}                                                                       \
-		for (; i < n; i++)                                                      \
-			d[i] = fp16_out(OP(fp16_in(d[i]), fp16_in(s[i])));              \
-	}
-
-#define KERNEL2_F16C(name, VOP, OP)                                                     \
-	__attribute__((target("avx2,f16c"))) static void name(                          \
-		void *restrict dv, const void *restrict av, const void *restrict bv,    \
-		size_t n)                                                               \
-	{                                                                               \
-		uint16_t *restrict d = dv;                                              \
-		const uint16_t *restrict a = av, *restrict b = bv;                      \
+		uint16_t *d = dv;                                                       \
+		const uint16_t *a = av, *restrict b = bv;                               \
 		size_t i = 0;                                                           \
 		for (; i + 8 <= n; i += 8) {                                            \
 			__m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a + i))); \
@@ -216,6 +200,10 @@ KERNELS16(fp16_max, fp16_in, fp16_out, OP_MAX)
 		}                                                                       \
 		for (; i < n; i++)                                                      \
 			d[i] = fp16_out(OP(fp16_in(a[i]), fp16_in(b[i])));              \
+	}                                                                               \
+	static void name(void *restrict dv, const void *restrict sv, size_t n)          \
+	{                                                                               \
+		name##2(dv, dv, sv, n);                                                 \
 	}
 
 KERNEL_F16C(fp16_sum_f16c, _mm256_add_ps, OP_SUM)
@@ -223,15 +211,10 @@ KERNEL_F16C(fp16_prod_f16c, _mm256_mul_ps, OP_PROD)
 KERNEL_F16C(fp16_min_f16c, _mm256_min_ps, OP_MIN)
 KERNEL_F16C(fp16_max_f16c, _mm256_max_ps, OP_MAX)
 
-KERNEL2_F16C(fp16_sum2_f16c, _mm256_add_ps, OP_SUM)
-KERNEL2_F16C(fp16_prod2_f16c, _mm256_mul_ps, OP_PROD)
-KERNEL2_F16C(fp16_min2_f16c, _mm256_min_ps, OP_MIN)
-KERNEL2_F16C(fp16_max2_f16c, _mm256_max_ps, OP_MAX)
-
 static const reduce_fn fp16_f16c[4] = { fp16_sum_f16c, fp16_prod_f16c, fp16_min_f16c,
 					fp16_max_f16c };
-static const reduce2_fn fp16_f16c2[4] = { fp16_sum2_f16c, fp16_prod2_f16c, fp16_min2_f16c,
-					  fp16_max2_f16c };
+static const reduce2_fn fp16_f16c2[4] = { fp16_sum_f16c2, fp16_prod_f16c2, fp16_min_f16c2,
+					  fp16_max_f16c2 };
 #endif
 
 /* Indexed by [type][op], op in SUM PROD MIN MAX; AVG uses SUM. */
