@@ -117,11 +117,10 @@ struct shm_abort {
 struct shm {
 	int m, li;          /* ranks on this node, this rank's index */
 	int *ranks;         /* their ranks in the communicator; ranks[0] leads */
-	int lfd;            /* listening abstract socket until the setup ends */
 	int *fd;            /* leader: fd[i] to member i; member: fd[0] to the leader */
 	unsigned char *bye; /* the peer at fd[i] said it is leaving on purpose */
 	struct pollfd *pfd; /* m + size entries */
-	const uint8_t **src;  /* m entries: what a reduction combines */
+	const uint8_t **src; /* m entries: the slots the small path reduces */
 	struct shm_layout lay;
 	uint8_t *base;
 	struct shm_hdr *hdr;
