@@ -3,10 +3,13 @@
  * tells about itself.
  *
  * Ring connections: each rank connects to its right neighbour's data plane,
- * says HELLO (rank and secret), and accepts its left neighbour's
- * connection.  Every rank connects before it accepts, and a connection
+ * says HELLO (its rank and a nonce, sealed with an HMAC bound to the nonce
+ * the neighbour's data plane drew for this run, which the authenticated
+ * table carried), and accepts its left neighbour's connection.  No
+ * round trip: every rank connects before it accepts, and a connection
  * completes in the listener's backlog without accept(), so this cannot
- * deadlock. */
+ * deadlock.  A HELLO recorded in another run fails (the nonce differs), and
+ * a ring takes one left neighbour only. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -19,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "comm_internal.h"
 #include "reduce.h"
 #include "rendezvous.h"
@@ -103,6 +107,8 @@ static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss,
 
 /* --- ring ---------------------------------------------------------------- */
 
+#define LABEL_HELLO "slotrun-ring-hello"
+
 static void ring_tune(struct ring *g, int fd)
 {
 	int local = sock_is_local(fd) == 1;
@@ -120,7 +126,7 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 	int right = g->right, left = g->left;
 	struct sockaddr_storage ss;
 	socklen_t len = 0;
-	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_MAX];
+	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_LEN];
 	struct frame_hello hello = { .rank = (uint32_t)c->rank };
 	char phrase[96];
 	long n;
@@ -135,8 +141,10 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
 				     c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
 	ring_tune(g, g->send_fd);
-	memcpy(hello.secret, c->cfg.secret, sizeof(hello.secret));
+	auth_nonce(hello.nonce);
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
+	rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
+		 c->peers[right].ring_nonce, hello.nonce);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
 	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
 	if (r < 0) {
@@ -162,10 +170,11 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 		if (dl > deadline)
 			dl = deadline;
 		if (sock_recv_all(fd, buf, FRAME_HDR_LEN, dl) == 0 &&
-		    frame_decode_hdr(buf, FRAME_HELLO_MAX, &h, &why) == 0 && h.type == FRAME_HELLO &&
+		    frame_decode_hdr(buf, FRAME_HELLO_LEN, &h, &why) == 0 && h.type == FRAME_HELLO &&
 		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
-		    rdv_secret_equal(got.secret, c->cfg.secret)) {
+		    rdv_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
+			       c->peers[c->rank].ring_nonce, got.nonce)) {
 			g->recv_fd = fd;
 			ring_tune(g, fd);
 		} else {
@@ -355,6 +364,9 @@ static int do_init(struct comm *c, int64_t deadline)
 	char my_addr[FRAME_ADDR_MAX] = "", b[80];
 	int dlfd = -1, dport, r;
 
+	if (auth_init() < 0)
+		return comm_init_err(c, -EIO, "libsodium cannot initialise (no entropy source?)");
+	auth_nonce(c->peers[c->rank].ring_nonce);
 	r = resolve(c->cfg.master_addr, c->cfg.master_port, 0, &master, &mlen);
 	if (r < 0)
 		return comm_init_err(c, -EINVAL, "cannot resolve MASTER_ADDR=%s",

@@ -103,10 +103,11 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *na
 		      char *err, size_t errlen);
 
 /* Rendezvous and transport.  Rank 0 listens on MASTER_PORT; every other
- * rank connects (retrying until rank 0 is up), sends its rank, host,
- * data-plane address and the job secret; rank 0 refuses a wrong secret (and
+ * rank connects (retrying until rank 0 is up), answers rank 0's challenge
+ * with its rank, host and data-plane address, sealed with an HMAC of the
+ * job secret (which never crosses the wire); rank 0 refuses a wrong MAC (and
  * keeps waiting for the genuine rank), and when all have come answers each
- * with the table.  Then all ranks pick the transport alike
+ * with the table, sealed the same way.  Then all ranks pick the transport alike
  * (SLOTRUN_TRANSPORT), each node's ranks share their segment, and the TCP
  * rings needed are connected.  All of it within SLOTRUN_TIMEOUT: on expiry
  * the error names the ranks that never came.  On failure *out is NULL and

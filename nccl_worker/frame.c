@@ -13,6 +13,7 @@ static const char *const type_names[FRAME_TYPE_END] = {
 	[FRAME_ALLREDUCE] = "all-reduce",
 	[FRAME_ABORT] = "abort",
 	[FRAME_BYE] = "bye",
+	[FRAME_CHALLENGE] = "challenge",
 };
 
 const char *frame_type_name(unsigned type)
@@ -129,6 +130,13 @@ void frame_put_str(struct frame_wr *w, const char *s)
 		memcpy(p, s, n);
 }
 
+void frame_put_bytes(struct frame_wr *w, const uint8_t *p, size_t n)
+{
+	uint8_t *q = wr_take(w, n);
+	if (q)
+		memcpy(q, p, n);
+}
+
 /* --- reader -------------------------------------------------------------- */
 
 static const uint8_t *rd_take(struct frame_rd *r, size_t n)
@@ -171,7 +179,7 @@ uint64_t frame_get_u64(struct frame_rd *r)
 	return p ? get_le(p, 8) : 0;
 }
 
-static void get_str(struct frame_rd *r, char *out, size_t outlen, int printable)
+void frame_get_str(struct frame_rd *r, char *out, size_t outlen)
 {
 	size_t n = frame_get_u16(r);
 	const uint8_t *p;
@@ -188,7 +196,7 @@ static void get_str(struct frame_rd *r, char *out, size_t outlen, int printable)
 	if (!p)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		if (p[i] == 0 || (printable && (p[i] < 0x20 || p[i] == 0x7f))) {
+		if (p[i] < 0x20 || p[i] == 0x7f) {
 			r->err = -EPROTO;
 			r->why = p[i] ? "string holds a control character" : "string holds a NUL byte";
 			return;
@@ -198,14 +206,14 @@ static void get_str(struct frame_rd *r, char *out, size_t outlen, int printable)
 	out[n] = '\0';
 }
 
-void frame_get_str(struct frame_rd *r, char *out, size_t outlen)
+void frame_get_bytes(struct frame_rd *r, uint8_t *out, size_t n)
 {
-	get_str(r, out, outlen, 1);
-}
+	const uint8_t *p = rd_take(r, n);
 
-void frame_get_secret(struct frame_rd *r, char *out, size_t outlen)
-{
-	get_str(r, out, outlen, 0);
+	if (p)
+		memcpy(out, p, n);
+	else
+		memset(out, 0, n);
 }
 
 int frame_get_end(struct frame_rd *r, const char **why)
@@ -237,7 +245,9 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 	frame_put_str(&w, m->host);
 	frame_put_str(&w, m->addr);
 	frame_put_u16(&w, m->port);
-	frame_put_str(&w, m->secret);
+	frame_put_bytes(&w, m->ring_nonce, sizeof(m->ring_nonce));
+	frame_put_bytes(&w, m->nonce, sizeof(m->nonce));
+	frame_put_bytes(&w, m->mac, sizeof(m->mac));
 	return wr_done(&w);
 }
 
@@ -253,7 +263,9 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	frame_get_str(&r, m->host, sizeof(m->host));
 	frame_get_str(&r, m->addr, sizeof(m->addr));
 	m->port = frame_get_u16(&r);
-	frame_get_secret(&r, m->secret, sizeof(m->secret));
+	frame_get_bytes(&r, m->ring_nonce, sizeof(m->ring_nonce));
+	frame_get_bytes(&r, m->nonce, sizeof(m->nonce));
+	frame_get_bytes(&r, m->mac, sizeof(m->mac));
 	if (!r.err && m->port == 0) {
 		r.err = -EPROTO;
 		r.why = "port 0";
@@ -261,7 +273,8 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	return frame_get_end(&r, why);
 }
 
-long frame_table_encode(const struct frame_peer *peers, uint32_t n, uint8_t *buf, size_t cap)
+long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap)
 {
 	struct frame_wr w = { .p = buf, .cap = cap };
 
@@ -270,12 +283,14 @@ long frame_table_encode(const struct frame_peer *peers, uint32_t n, uint8_t *buf
 		frame_put_str(&w, peers[i].host);
 		frame_put_str(&w, peers[i].addr);
 		frame_put_u16(&w, peers[i].port);
+		frame_put_bytes(&w, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
 	}
+	frame_put_bytes(&w, mac, FRAME_MAC_LEN);
 	return wr_done(&w);
 }
 
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       const char **why)
+		       uint8_t mac[FRAME_MAC_LEN], const char **why)
 {
 	struct frame_rd r = { .p = buf, .len = len };
 	uint32_t got = frame_get_u32(&r);
@@ -288,11 +303,13 @@ int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_
 		frame_get_str(&r, peers[i].host, sizeof(peers[i].host));
 		frame_get_str(&r, peers[i].addr, sizeof(peers[i].addr));
 		peers[i].port = frame_get_u16(&r);
+		frame_get_bytes(&r, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
 		if (!r.err && peers[i].port == 0) {
 			r.err = -EPROTO;
 			r.why = "port 0";
 		}
 	}
+	frame_get_bytes(&r, mac, FRAME_MAC_LEN);
 	return frame_get_end(&r, why);
 }
 
@@ -301,7 +318,8 @@ long frame_hello_encode(const struct frame_hello *m, uint8_t *buf, size_t cap)
 	struct frame_wr w = { .p = buf, .cap = cap };
 
 	frame_put_u32(&w, m->rank);
-	frame_put_str(&w, m->secret);
+	frame_put_bytes(&w, m->nonce, sizeof(m->nonce));
+	frame_put_bytes(&w, m->mac, sizeof(m->mac));
 	return wr_done(&w);
 }
 
@@ -310,7 +328,17 @@ int frame_hello_decode(const uint8_t *buf, size_t len, struct frame_hello *m, co
 	struct frame_rd r = { .p = buf, .len = len };
 
 	m->rank = frame_get_u32(&r);
-	frame_get_secret(&r, m->secret, sizeof(m->secret));
+	frame_get_bytes(&r, m->nonce, sizeof(m->nonce));
+	frame_get_bytes(&r, m->mac, sizeof(m->mac));
+	return frame_get_end(&r, why);
+}
+
+int frame_challenge_decode(const uint8_t *buf, size_t len, uint8_t nonce[FRAME_NONCE_LEN],
+			   const char **why)
+{
+	struct frame_rd r = { .p = buf, .len = len };
+
+	frame_get_bytes(&r, nonce, FRAME_NONCE_LEN);
 	return frame_get_end(&r, why);
 }
 

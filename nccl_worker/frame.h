@@ -11,23 +11,31 @@
  *  16  u64 len      payload length, bounded by what the receiver expects
  *
  * Strings in payloads are a u16 length and that many bytes, without NUL;
- * a string that does not fit the receiver's buffer, or holds a NUL or (but
- * for the secret) any other control character, is malformed, so that what
- * a peer sends can be printed in a one-line diagnostic.  Decoders return 0 or -EPROTO, and then set *why to a short
- * static phrase ("bad magic", "truncated payload", ...). */
+ * a string that does not fit the receiver's buffer, or holds a NUL or any
+ * other control character, is malformed, so that what a peer sends can be
+ * printed in a one-line diagnostic.  Decoders return 0 or -EPROTO, and then
+ * set *why to a short static phrase ("bad magic", "truncated payload", ...).
+ *
+ * The secret never crosses the wire.  REGISTER, TABLE and HELLO end in a
+ * FRAME_MAC_LEN-byte HMAC over the payload bytes before it, keyed by the
+ * job secret and bound to nonces the receiver chose (rendezvous.c says
+ * which); the codec only carries those bytes. */
 #ifndef SLOTRUN_FRAME_H
 #define SLOTRUN_FRAME_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth.h"
+
 #define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
-#define FRAME_VERSION 1
+#define FRAME_VERSION 2  /* 2: nonces and MACs instead of the secret */
 #define FRAME_HDR_LEN 24
 
 #define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
 #define FRAME_ADDR_MAX 64
-#define FRAME_SECRET_MAX 1025
+#define FRAME_NONCE_LEN AUTH_NONCE_LEN
+#define FRAME_MAC_LEN AUTH_MAC_LEN
 #define FRAME_REASON_MAX 512
 
 enum frame_type {
@@ -40,6 +48,7 @@ enum frame_type {
 	FRAME_ALLREDUCE,     /* ring neighbour: the all-reduce each rank is in */
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
 	FRAME_BYE,           /* control plane: this rank is done (comm_destroy) */
+	FRAME_CHALLENGE,     /* chief -> rank, first: the chief's nonce for this connection */
 	FRAME_TYPE_END
 };
 
@@ -70,6 +79,7 @@ void frame_put_u16(struct frame_wr *w, uint16_t v);
 void frame_put_u32(struct frame_wr *w, uint32_t v);
 void frame_put_u64(struct frame_wr *w, uint64_t v);
 void frame_put_str(struct frame_wr *w, const char *s);
+void frame_put_bytes(struct frame_wr *w, const uint8_t *p, size_t n);  /* fixed length */
 
 /* Payload reader: the first problem makes err -EPROTO and sets why; later
  * gets return 0 / "". frame_get_end() fails on trailing bytes. */
@@ -85,7 +95,7 @@ uint16_t frame_get_u16(struct frame_rd *r);
 uint32_t frame_get_u32(struct frame_rd *r);
 uint64_t frame_get_u64(struct frame_rd *r);
 void frame_get_str(struct frame_rd *r, char *out, size_t outlen);
-void frame_get_secret(struct frame_rd *r, char *out, size_t outlen);  /* control chars allowed */
+void frame_get_bytes(struct frame_rd *r, uint8_t *out, size_t n);
 int frame_get_end(struct frame_rd *r, const char **why);
 
 /* --- messages ------------------------------------------------------------ */
@@ -95,18 +105,22 @@ struct frame_register {
 	char host[FRAME_HOST_MAX];
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
-	char secret[FRAME_SECRET_MAX];
+	uint8_t ring_nonce[FRAME_NONCE_LEN];  /* this rank's data plane's, for HELLOs to it */
+	uint8_t nonce[FRAME_NONCE_LEN];       /* this rank's, for the TABLE's MAC */
+	uint8_t mac[FRAME_MAC_LEN];
 };
 
 struct frame_peer {
 	char host[FRAME_HOST_MAX];
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
+	uint8_t ring_nonce[FRAME_NONCE_LEN];
 };
 
 struct frame_hello {
 	uint32_t rank;
-	char secret[FRAME_SECRET_MAX];
+	uint8_t nonce[FRAME_NONCE_LEN];
+	uint8_t mac[FRAME_MAC_LEN];
 };
 
 #define FRAME_ABORT_TIMEOUT 1  /* a suspicion (timed out waiting), not a fact */
@@ -124,9 +138,12 @@ struct frame_allreduce {
 };
 
 /* Largest payloads a receiver should accept (for frame_decode_hdr). */
-#define FRAME_REGISTER_MAX (4 * 4 + 2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + 2 + FRAME_SECRET_MAX)
-#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2)
-#define FRAME_HELLO_MAX (4 + 2 + FRAME_SECRET_MAX)
+#define FRAME_REGISTER_MAX (4 * 4 + 2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + \
+			    2 * FRAME_NONCE_LEN + FRAME_MAC_LEN)
+#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + FRAME_NONCE_LEN)
+#define FRAME_TABLE_MAX(n) (4 + (size_t)(n) * FRAME_PEER_MAX + FRAME_MAC_LEN)
+#define FRAME_HELLO_LEN (4 + FRAME_NONCE_LEN + FRAME_MAC_LEN)
+#define FRAME_CHALLENGE_LEN FRAME_NONCE_LEN
 #define FRAME_REJECT_MAX (2 + FRAME_REASON_MAX)
 #define FRAME_ABORT_MAX (4 + 4 + 1 + 2 + FRAME_REASON_MAX)
 #define FRAME_ALLREDUCE_LEN 10
@@ -137,13 +154,18 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register *m,
 			  const char **why);
 
-/* The table is a u32 count followed by count peers. */
-long frame_table_encode(const struct frame_peer *peers, uint32_t n, uint8_t *buf, size_t cap);
+/* The table is a u32 count, count peers and the MAC. */
+long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap);
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       const char **why);
+		       uint8_t mac[FRAME_MAC_LEN], const char **why);
 
 long frame_hello_encode(const struct frame_hello *m, uint8_t *buf, size_t cap);
 int frame_hello_decode(const uint8_t *buf, size_t len, struct frame_hello *m, const char **why);
+
+/* The challenge is the chief's nonce, nothing else. */
+int frame_challenge_decode(const uint8_t *buf, size_t len, uint8_t nonce[FRAME_NONCE_LEN],
+			   const char **why);
 
 long frame_reason_encode(const char *reason, uint8_t *buf, size_t cap);
 int frame_reason_decode(const uint8_t *buf, size_t len, char *reason, size_t rlen,

@@ -1,14 +1,24 @@
 /* The rendezvous through rank 0 (DESIGN.md "nccl_worker").
  *
- * Rank 0 listens on MASTER_PORT; each other rank connects and sends
- * REGISTER (rank, sizes, host, the address and port its data plane listens
- * on, the job secret).  Rank 0 refuses a wrong secret and goes on waiting
- * for the genuine rank; a registration with the right secret but a
- * different WORLD_SIZE, a rank out of range or a rank that came twice fails
- * the whole job (it is a configuration error, not a stranger).  When all
- * have come, rank 0 sends every rank the TABLE; on timeout it sends the
- * registered ranks a REJECT naming the ranks that never came.  The
- * rendezvous connections stay open as the control plane (collectives.c,
+ * Rank 0 listens on MASTER_PORT and greets each connection with a
+ * CHALLENGE, a fresh nonce.  The rank answers with REGISTER (rank, sizes,
+ * host, the address and port its data plane listens on, its data plane's
+ * nonce, a nonce of its own) sealed with an HMAC over the challenge, its
+ * nonce and those bytes (common/auth.c).  The secret never crosses the
+ * wire, and a recorded registration fails on any other connection, where
+ * the challenge differs.  Rank 0 refuses a wrong MAC and goes on waiting
+ * for the genuine rank; a registration with the right MAC but a different
+ * WORLD_SIZE, a rank out of range or a rank that came twice fails the
+ * whole job (it is a configuration error, not a stranger).  When all have
+ * come, rank 0 sends every rank the TABLE, sealed over that rank's nonce,
+ * so that a rank knows the table comes from a holder of the secret; on
+ * timeout it sends the registered ranks a REJECT naming the ranks that
+ * never came.
+ *
+ * A connection that has not registered is held at most RDV_UNAUTH_S
+ * seconds, at most PENDING_MAX of them at once (the oldest goes first),
+ * and nothing longer than a registration is read from it.  The rendezvous
+ * connections stay open as the control plane (collectives.c,
  * comm_fail.c). */
 #include "rendezvous.h"
 
@@ -20,18 +30,32 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "sock.h"
 
 #define PENDING_MAX 64
+#define RDV_UNAUTH_S 10
 
-int rdv_secret_equal(const char *a, const char *b)
+#define LABEL_REGISTER "slotrun-rdv-register"
+#define LABEL_TABLE "slotrun-rdv-table"
+
+void rdv_seal(uint8_t *payload, size_t len, const char *secret, const char *label,
+	      const uint8_t *first, const uint8_t *second)
 {
-	size_t la = strlen(a), lb = strlen(b), n = la > lb ? la : lb;
-	unsigned diff = (unsigned)(la ^ lb);
+	size_t body = len - FRAME_MAC_LEN;
 
-	for (size_t i = 0; i < n; i++)
-		diff |= (unsigned char)(i < la ? a[i] : 0) ^ (unsigned char)(i < lb ? b[i] : 0);
-	return diff == 0;
+	auth_mac(payload + body, secret, label, first, second, payload, body);
+}
+
+bool rdv_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
+		const uint8_t *first, const uint8_t *second)
+{
+	size_t body;
+
+	if (len < FRAME_MAC_LEN)
+		return false;
+	body = len - FRAME_MAC_LEN;
+	return auth_check(payload + body, secret, label, first, second, payload, body);
 }
 
 static void list_ranks(char *buf, size_t len, const int *missing, int nmissing)
@@ -53,8 +77,18 @@ static void list_ranks(char *buf, size_t len, const int *missing, int nmissing)
 struct pending {
 	int fd;
 	size_t got, need;
+	int64_t until;                      /* dropped then if not registered */
+	uint8_t challenge[FRAME_NONCE_LEN];
 	char from[80];
 	uint8_t buf[FRAME_HDR_LEN + FRAME_REGISTER_MAX];
+};
+
+/* A registered rank: its control connection and the handshake's nonces,
+ * which the table's MAC is bound to. */
+struct registered {
+	int fd;
+	uint8_t challenge[FRAME_NONCE_LEN];
+	uint8_t nonce[FRAME_NONCE_LEN];
 };
 
 static void send_reason(int fd, unsigned type, const char *reason)
@@ -78,8 +112,8 @@ static void drop_pending(struct pending *p, int *np, int i)
 /* A complete registration from pending connection p.  Returns 1 when it was
  * taken (fd moved to reg[]), 0 when refused and dropped, or the job-fatal
  * error. */
-static int take_registration(struct comm *c, struct pending *p, int *reg, char *note,
-			     size_t notelen, int *refused)
+static int take_registration(struct comm *c, struct pending *p, struct registered *reg,
+			     char *note, size_t notelen, int *refused)
 {
 	struct frame_register m;
 	const char *why;
@@ -92,9 +126,11 @@ static int take_registration(struct comm *c, struct pending *p, int *reg, char *
 		(*refused)++;
 		return 0;
 	}
-	if (!rdv_secret_equal(m.secret, c->cfg.secret)) {
+	if (!rdv_sealed(p->buf + FRAME_HDR_LEN, p->need - FRAME_HDR_LEN, c->cfg.secret,
+			LABEL_REGISTER, p->challenge, m.nonce)) {
 		send_reason(p->fd, FRAME_REJECT, "wrong job secret (SLOTRUN_JOB_SECRET differs)");
-		snprintf(note, notelen, "wrong job secret from %s claiming rank %u", p->from, m.rank);
+		snprintf(note, notelen, "wrong job secret from %s claiming rank %u (its MAC does "
+			 "not match)", p->from, m.rank);
 		(*refused)++;
 		return 0;
 	}
@@ -104,7 +140,7 @@ static int take_registration(struct comm *c, struct pending *p, int *reg, char *
 	else if (m.rank == 0 || m.rank >= (uint32_t)c->size)
 		snprintf(reason, sizeof(reason), "a process at %s registered as rank %u, outside 1..%d",
 			 p->from, m.rank, c->size - 1);
-	else if (reg[m.rank] >= 0)
+	else if (reg[m.rank].fd >= 0)
 		snprintf(reason, sizeof(reason), "rank %u registered twice (again from %s)", m.rank,
 			 p->from);
 	else
@@ -113,10 +149,13 @@ static int take_registration(struct comm *c, struct pending *p, int *reg, char *
 		send_reason(p->fd, FRAME_REJECT, reason);
 		return comm_init_err(c, -EINVAL, "rendezvous failed: %s", reason);
 	}
-	reg[m.rank] = p->fd;
+	reg[m.rank].fd = p->fd;
+	memcpy(reg[m.rank].challenge, p->challenge, FRAME_NONCE_LEN);
+	memcpy(reg[m.rank].nonce, m.nonce, FRAME_NONCE_LEN);
 	snprintf(c->peers[m.rank].host, sizeof(c->peers[m.rank].host), "%s", m.host);
 	snprintf(c->peers[m.rank].addr, sizeof(c->peers[m.rank].addr), "%s", m.addr);
 	c->peers[m.rank].port = m.port;
+	memcpy(c->peers[m.rank].ring_nonce, m.ring_nonce, FRAME_NONCE_LEN);
 	return 1;
 }
 
@@ -151,6 +190,107 @@ static int pending_read(struct pending *p, char *note, size_t notelen, int *refu
 	return p->got == p->need ? 1 : 0;
 }
 
+static void drop_oldest(struct pending *p, int *np)
+{
+	int oldest = 0;
+
+	for (int i = 1; i < *np; i++)
+		if (p[i].until < p[oldest].until)
+			oldest = i;
+	drop_pending(p, np, oldest);
+}
+
+/* Greets a new connection: the challenge.  Returns 0, or -1 when it could
+ * not be sent (the connection is then dropped). */
+static int greet(struct pending *p)
+{
+	uint8_t buf[FRAME_HDR_LEN + FRAME_CHALLENGE_LEN];
+
+	auth_nonce(p->challenge);
+	frame_encode_hdr(buf, FRAME_CHALLENGE, 0, FRAME_CHALLENGE_LEN);
+	memcpy(buf + FRAME_HDR_LEN, p->challenge, FRAME_CHALLENGE_LEN);
+	return sock_send_all(p->fd, buf, sizeof(buf), sock_deadline_in(0.5)) < 0 ? -1 : 0;
+}
+
+static void accept_all(int lfd, struct pending *p, int *np)
+{
+	for (;;) {
+		struct sockaddr_storage from;
+		socklen_t flen = sizeof(from);
+		int fd = accept4(lfd, (struct sockaddr *)&from, &flen, SOCK_CLOEXEC);
+		struct pending *q;
+
+		if (fd < 0)
+			return;
+		if (*np == PENDING_MAX)
+			drop_oldest(p, np);
+		(void)sock_tune(fd, 0);
+		q = &p[*np];
+		q->fd = fd;
+		q->got = 0;
+		q->need = FRAME_HDR_LEN;
+		q->until = sock_deadline_in(RDV_UNAUTH_S);
+		sock_addr_str((struct sockaddr *)&from, q->from, sizeof(q->from));
+		if (greet(q) < 0)
+			close(fd);
+		else
+			(*np)++;
+	}
+}
+
+/* The rendezvous timed out: which ranks never came, and whom we refused. */
+static int timed_out(struct comm *c, const struct registered *reg, int refused,
+		     const char *note)
+{
+	int missing[COMM_MAX_RANKS], nm = 0;
+	char list[256];
+
+	for (int i = 1; i < c->size; i++)
+		if (reg[i].fd < 0)
+			missing[nm++] = i;
+	list_ranks(list, sizeof(list), missing, nm);
+	return comm_init_err(c, -ETIMEDOUT, "rendezvous timed out after %gs: rank%s %s never came%s%s%s",
+			     c->cfg.timeout_s, nm > 1 ? "s" : "", list,
+			     refused ? " (refused: " : "", refused ? note : "", refused ? ")" : "");
+}
+
+/* Everyone came: every rank gets the table, sealed over its nonces. */
+static int send_table(struct comm *c, const struct registered *reg, int64_t deadline)
+{
+	size_t cap = FRAME_TABLE_MAX(c->size);
+	uint8_t *buf = malloc(FRAME_HDR_LEN + cap), zero[FRAME_MAC_LEN] = { 0 };
+	long n;
+	int r = 0;
+
+	if (!buf)
+		return comm_init_err(c, -ENOMEM, "out of memory");
+	n = frame_table_encode(c->peers, (uint32_t)c->size, zero, buf + FRAME_HDR_LEN, cap);
+	frame_encode_hdr(buf, FRAME_TABLE, 0, (uint64_t)n);
+	for (int i = 1; i < c->size && r == 0; i++) {
+		rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_TABLE, reg[i].nonce,
+			 reg[i].challenge);
+		r = sock_send_all(reg[i].fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
+		if (r < 0) {
+			char why[96];
+
+			comm_io_phrase(c, r, why, sizeof(why));
+			r = comm_init_err(c, r, "peer rank %d %s during the rendezvous", i, why);
+		}
+	}
+	free(buf);
+	return r;
+}
+
+/* How long poll may wait: until the rendezvous's deadline or the first
+ * unregistered connection's, whichever comes first. */
+static int poll_ms(const struct pending *p, int np, int64_t deadline)
+{
+	for (int i = 0; i < np; i++)
+		if (p[i].until < deadline)
+			deadline = p[i].until;
+	return sock_poll_ms(deadline);
+}
+
 static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *master,
 			    socklen_t mlen, int64_t deadline)
 {
@@ -158,7 +298,7 @@ static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *maste
 	socklen_t sslen = mlen;
 	struct pending *p = calloc(PENDING_MAX, sizeof(*p));
 	struct pollfd *pfd = calloc(PENDING_MAX + 1, sizeof(*pfd));
-	int *reg = malloc(sizeof(int) * (size_t)c->size);
+	struct registered *reg = calloc((size_t)c->size, sizeof(*reg));
 	int lfd = -1, np = 0, left = c->size - 1, refused = 0, r = 0;
 	char note[FRAME_REASON_MAX + 128] = "", where[128];
 
@@ -167,7 +307,7 @@ static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *maste
 		goto out;
 	}
 	for (int i = 0; i < c->size; i++)
-		reg[i] = -1;
+		reg[i].fd = -1;
 	sock_addr_str((struct sockaddr *)master, where, sizeof(where));
 	r = sock_listen((struct sockaddr *)&ss, sslen, 128, 0, &lfd);
 	if (r == -EADDRNOTAVAIL) {
@@ -183,26 +323,17 @@ static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *maste
 	}
 
 	while (left > 0) {
-		int ms = sock_poll_ms(deadline), nready;
+		int64_t now;
+		int nready;
 
-		if (ms == 0) {
-			int missing[COMM_MAX_RANKS], nm = 0;
-			char list[256];
-
-			for (int i = 1; i < c->size; i++)
-				if (reg[i] < 0)
-					missing[nm++] = i;
-			list_ranks(list, sizeof(list), missing, nm);
-			r = comm_init_err(c, -ETIMEDOUT, "rendezvous timed out after %gs: rank%s %s never came%s%s%s",
-				     c->cfg.timeout_s, nm > 1 ? "s" : "", list,
-				     refused ? " (refused: " : "", refused ? note : "",
-				     refused ? ")" : "");
+		if (sock_poll_ms(deadline) == 0) {
+			r = timed_out(c, reg, refused, note);
 			goto out;
 		}
 		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 		for (int i = 0; i < np; i++)
 			pfd[i + 1] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
-		nready = poll(pfd, (nfds_t)np + 1, ms);
+		nready = poll(pfd, (nfds_t)np + 1, poll_ms(p, np, deadline));
 		if (nready < 0) {
 			if (errno == EINTR)
 				continue;
@@ -210,11 +341,19 @@ static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *maste
 			goto out;
 		}
 		/* Pending connections first (their pfd indexes are still valid). */
+		now = sock_now_ns();
 		for (int i = np - 1; i >= 0; i--) {
 			int got;
 
-			if (!pfd[i + 1].revents)
+			if (!pfd[i + 1].revents) {
+				if (p[i].until <= now) {
+					snprintf(note, sizeof(note), "%s sent no registration within %ds",
+						 p[i].from, RDV_UNAUTH_S);
+					refused++;
+					drop_pending(p, &np, i);
+				}
 				continue;
+			}
 			got = pending_read(&p[i], note, sizeof(note), &refused);
 			if (got < 0) {
 				drop_pending(p, &np, i);
@@ -234,62 +373,24 @@ static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *maste
 				}
 			}
 		}
-		if (pfd[0].revents) {
-			for (;;) {
-				struct sockaddr_storage from;
-				socklen_t flen = sizeof(from);
-				int fd = accept4(lfd, (struct sockaddr *)&from, &flen, SOCK_CLOEXEC);
-
-				if (fd < 0)
-					break;
-				if (np == PENDING_MAX)
-					drop_pending(p, &np, 0);  /* the oldest silent one */
-				(void)sock_tune(fd, 0);
-				p[np].fd = fd;
-				p[np].got = 0;
-				p[np].need = FRAME_HDR_LEN;
-				sock_addr_str((struct sockaddr *)&from, p[np].from, sizeof(p[np].from));
-				np++;
-			}
-		}
+		if (pfd[0].revents)
+			accept_all(lfd, p, &np);
 	}
 
-	/* Everyone came: send the table. */
-	{
-		size_t cap = 4 + (size_t)c->size * FRAME_PEER_MAX;
-		uint8_t *buf = malloc(FRAME_HDR_LEN + cap);
-		long n;
-
-		if (!buf) {
-			r = comm_init_err(c, -ENOMEM, "out of memory");
-			goto out;
-		}
-		n = frame_table_encode(c->peers, (uint32_t)c->size, buf + FRAME_HDR_LEN, cap);
-		frame_encode_hdr(buf, FRAME_TABLE, 0, (uint64_t)n);
-		for (int i = 1; i < c->size && r == 0; i++) {
-			r = sock_send_all(reg[i], buf, FRAME_HDR_LEN + (size_t)n, deadline);
-			if (r < 0) {
-				char why[96];
-
-				comm_io_phrase(c, r, why, sizeof(why));
-				r = comm_init_err(c, r, "peer rank %d %s during the rendezvous", i, why);
-			}
-		}
-		free(buf);
-		if (r < 0)
-			goto out;
-	}
+	r = send_table(c, reg, deadline);
+	if (r < 0)
+		goto out;
 	for (int i = 1; i < c->size; i++) {
-		c->ctl[i] = reg[i];
-		reg[i] = -1;
+		c->ctl[i] = reg[i].fd;
+		reg[i].fd = -1;
 	}
 
 out:
 	if (r < 0 && reg) {
 		for (int i = 1; i < c->size; i++) {
-			if (reg[i] >= 0) {
-				send_reason(reg[i], FRAME_REJECT, c->err);
-				close(reg[i]);
+			if (reg[i].fd >= 0) {
+				send_reason(reg[i].fd, FRAME_REJECT, c->err);
+				close(reg[i].fd);
 			}
 		}
 	}
@@ -305,13 +406,47 @@ out:
 
 /* --- other ranks --------------------------------------------------------- */
 
+/* Reads one message from rank 0 into buf (cap bytes): its header into *h.
+ * Rank 0 says why when the rendezvous fails; its word gets a moment past
+ * our own deadline to arrive. */
+static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
+		       int64_t deadline, const char *waiting_for)
+{
+	uint8_t hdr[FRAME_HDR_LEN];
+	const char *why;
+	char phrase[96];
+	int r;
+
+	r = sock_recv_all(fd, hdr, sizeof(hdr), deadline + 1000000000);
+	if (r == 0) {
+		r = frame_decode_hdr(hdr, cap, h, &why);
+		if (r < 0)
+			return comm_init_err(c, r, "rank 0 sent a malformed message: %s", why);
+		r = sock_recv_all(fd, buf, h->len, deadline + 1000000000);
+	}
+	if (r == -ETIMEDOUT)
+		return comm_init_err(c, r, "timed out after %gs waiting for %s", c->cfg.timeout_s,
+				     waiting_for);
+	if (r < 0) {
+		comm_io_phrase(c, r, phrase, sizeof(phrase));
+		return comm_init_err(c, r, "peer rank 0 %s during the rendezvous", phrase);
+	}
+	if (h->type == FRAME_REJECT) {
+		char reason[FRAME_REASON_MAX];
+
+		if (frame_reason_decode(buf, h->len, reason, sizeof(reason), &why) < 0)
+			snprintf(reason, sizeof(reason), "(unreadable reason: %s)", why);
+		return comm_init_err(c, -ECONNREFUSED, "rank 0 refused this rank: %s", reason);
+	}
+	return 0;
+}
+
 static int member_rendezvous(struct comm *c, const struct sockaddr_storage *master,
 			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
 {
 	struct frame_register m = { 0 };
-	uint8_t hdr[FRAME_HDR_LEN];
-	uint8_t *buf;
-	size_t cap = FRAME_HDR_LEN + 4 + (size_t)c->size * FRAME_PEER_MAX + FRAME_REGISTER_MAX;
+	uint8_t *buf, challenge[FRAME_NONCE_LEN], mac[FRAME_MAC_LEN];
+	size_t cap = FRAME_HDR_LEN + FRAME_TABLE_MAX(c->size) + FRAME_REGISTER_MAX;
 	struct frame_hdr h;
 	const char *why;
 	char where[128], phrase[96];
@@ -326,6 +461,20 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	if (r < 0)
 		return comm_init_err(c, r, "cannot connect to rank 0 at %s: %s", where, strerror(-r));
 	c->ctl[0] = fd;
+	buf = malloc(cap);
+	if (!buf)
+		return comm_init_err(c, -ENOMEM, "out of memory");
+
+	r = member_recv(c, fd, buf, FRAME_CHALLENGE_LEN, &h, deadline,
+			"the challenge from rank 0 (is MASTER_PORT some other service?)");
+	if (r < 0)
+		goto out;
+	if (h.type != FRAME_CHALLENGE ||
+	    frame_challenge_decode(buf, h.len, challenge, &why) < 0) {
+		r = comm_init_err(c, -EPROTO, "rank 0 at %s sent a %s message where its challenge "
+				  "belongs", where, frame_type_name(h.type));
+		goto out;
+	}
 
 	if (my_addr[0]) {
 		snprintf(m.addr, sizeof(m.addr), "%s", my_addr);
@@ -336,8 +485,10 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 		socklen_t llen = sizeof(ls);
 
 		if (getsockname(fd, (struct sockaddr *)&ls, &llen) < 0 ||
-		    sock_addr_host((struct sockaddr *)&ls, m.addr, sizeof(m.addr)) < 0)
-			return comm_init_err(c, -errno, "getsockname: %s", strerror(errno));
+		    sock_addr_host((struct sockaddr *)&ls, m.addr, sizeof(m.addr)) < 0) {
+			r = comm_init_err(c, -errno, "getsockname: %s", strerror(errno));
+			goto out;
+		}
 	}
 	m.rank = (uint32_t)c->rank;
 	m.size = (uint32_t)c->size;
@@ -345,56 +496,33 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	m.local_size = (uint32_t)c->cfg.local_size;
 	m.port = (uint16_t)dport;
 	snprintf(m.host, sizeof(m.host), "%s", c->cfg.host);
-	memcpy(m.secret, c->cfg.secret, sizeof(m.secret));
-
-	buf = malloc(cap);
-	if (!buf)
-		return comm_init_err(c, -ENOMEM, "out of memory");
+	memcpy(m.ring_nonce, c->peers[c->rank].ring_nonce, FRAME_NONCE_LEN);
+	auth_nonce(m.nonce);
 	n = frame_register_encode(&m, buf + FRAME_HDR_LEN, cap - FRAME_HDR_LEN);
+	rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_REGISTER, challenge, m.nonce);
 	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
 	r = sock_send_all(fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-	if (r < 0)
-		goto io_fail;
-
-	/* Rank 0 says why when the rendezvous fails; give its word a moment
-	 * past our own deadline to arrive. */
-	r = sock_recv_all(fd, hdr, sizeof(hdr), deadline + 1000000000);
-	if (r < 0)
-		goto io_fail;
-	r = frame_decode_hdr(hdr, cap - FRAME_HDR_LEN, &h, &why);
 	if (r < 0) {
-		r = comm_init_err(c, r, "rank 0 sent a malformed message: %s", why);
+		comm_io_phrase(c, r, phrase, sizeof(phrase));
+		r = comm_init_err(c, r, "peer rank 0 %s during the rendezvous", phrase);
 		goto out;
 	}
-	r = sock_recv_all(fd, buf, h.len, deadline + 1000000000);
-	if (r < 0)
-		goto io_fail;
-	if (h.type == FRAME_REJECT) {
-		char reason[FRAME_REASON_MAX];
 
-		if (frame_reason_decode(buf, h.len, reason, sizeof(reason), &why) < 0)
-			snprintf(reason, sizeof(reason), "(unreadable reason: %s)", why);
-		r = comm_init_err(c, -ECONNREFUSED, "rank 0 refused this rank: %s", reason);
+	r = member_recv(c, fd, buf, cap - FRAME_HDR_LEN, &h, deadline,
+			"the table from rank 0 (it is still waiting for other ranks)");
+	if (r < 0)
 		goto out;
-	}
 	if (h.type != FRAME_TABLE) {
 		r = comm_init_err(c, -EPROTO, "rank 0 sent a %s message during the rendezvous",
 			     frame_type_name(h.type));
 		goto out;
 	}
-	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, &why);
+	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, mac, &why);
 	if (r < 0)
 		r = comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
-	goto out;
-
-io_fail:
-	if (r == -ETIMEDOUT)
-		r = comm_init_err(c, r, "timed out after %gs waiting for the table from rank 0 "
-			     "(it is still waiting for other ranks)", c->cfg.timeout_s);
-	else {
-		comm_io_phrase(c, r, phrase, sizeof(phrase));
-		r = comm_init_err(c, r, "peer rank 0 %s during the rendezvous", phrase);
-	}
+	else if (!rdv_sealed(buf, h.len, c->cfg.secret, LABEL_TABLE, m.nonce, challenge))
+		r = comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
+				  "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
 out:
 	free(buf);
 	return r;

@@ -187,10 +187,10 @@ def garbage_at_the_rendezvous_port_is_ignored():
     s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     socks.append(s)
     s = connect()  # a header announcing an absurd registration
-    s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 1, 1, 0, 1 << 40))
+    s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 2, 1, 0, 1 << 40))
     socks.append(s)
     s = connect()  # a truncated registration, then silence
-    s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 1, 1, 0, 100) + b"\x01\x00")
+    s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 2, 1, 0, 100) + b"\x01\x00")
     socks.append(s)
     socks.append(connect())  # says nothing at all
     p1 = Proc([NW, "--backend", "cpu", "-b", "4K", "-e", "4K"], env=rank_env(1, 2, port))

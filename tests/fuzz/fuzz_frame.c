@@ -4,9 +4,9 @@
  * is what its first word says, at most 64).
  *
  * Checked: a refusal comes with a reason; a payload that decodes encodes
- * back to the same bytes (one spelling per message); decoded strings other
- * than secrets hold no control character, so that they can be printed in
- * a one-line diagnostic. */
+ * back to the same bytes (one spelling per message); decoded strings hold
+ * no control character, so that they can be printed in a one-line
+ * diagnostic. */
 #include <errno.h>
 #include <string.h>
 
@@ -15,7 +15,7 @@
 
 #define TABLE_MAX 64
 
-static uint8_t out[FRAME_REGISTER_MAX + TABLE_MAX * FRAME_PEER_MAX];
+static uint8_t out[FRAME_REGISTER_MAX + FRAME_TABLE_MAX(TABLE_MAX)];
 
 static void printable(const char *s)
 {
@@ -46,16 +46,17 @@ static void payload(unsigned type, const uint8_t *p, size_t len)
 	}
 	case FRAME_TABLE: {
 		static struct frame_peer peers[TABLE_MAX];
+		uint8_t mac[FRAME_MAC_LEN];
 		uint32_t n = len >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 					(uint32_t)p[3] << 24 : 0;
 
 		n = n > TABLE_MAX ? TABLE_MAX : n;
-		if ((r = frame_table_decode(p, len, n, peers, &why)) == 0) {
+		if ((r = frame_table_decode(p, len, n, peers, mac, &why)) == 0) {
 			for (uint32_t i = 0; i < n; i++) {
 				printable(peers[i].host);
 				printable(peers[i].addr);
 			}
-			same(frame_table_encode(peers, n, out, sizeof(out)), p, len);
+			same(frame_table_encode(peers, n, mac, out, sizeof(out)), p, len);
 		}
 		break;
 	}
@@ -64,6 +65,15 @@ static void payload(unsigned type, const uint8_t *p, size_t len)
 
 		if ((r = frame_hello_decode(p, len, &m, &why)) == 0)
 			same(frame_hello_encode(&m, out, sizeof(out)), p, len);
+		break;
+	}
+	case FRAME_CHALLENGE: {
+		uint8_t nonce[FRAME_NONCE_LEN];
+
+		if ((r = frame_challenge_decode(p, len, nonce, &why)) == 0) {
+			memcpy(out, nonce, sizeof(nonce));
+			same(FRAME_CHALLENGE_LEN, p, len);
+		}
 		break;
 	}
 	case FRAME_REJECT: {

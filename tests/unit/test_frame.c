@@ -6,6 +6,7 @@
 
 #include "frame.h"
 #include "leak_check.h"
+#include "rendezvous.h"
 
 LEAK_TEST(frame, header_round_trip)
 {
@@ -35,7 +36,7 @@ LEAK_TEST(frame, header_rejections)
 	cr_assert_str_eq(why, "bad magic (not a slotrun peer)");
 
 	frame_encode_hdr(b, FRAME_BCAST, 1, 10);
-	b[4] = 2;
+	b[4] = FRAME_VERSION - 1;  /* a peer from before nonces replaced the secret */
 	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
 	cr_assert_str_eq(why, "unsupported protocol version");
 
@@ -70,7 +71,9 @@ static struct frame_register sample_register(void)
 
 	strcpy(m.host, "node-7");
 	strcpy(m.addr, "10.0.0.7");
-	strcpy(m.secret, "s3cr\x01t");  /* the secret may hold control characters */
+	memset(m.ring_nonce, 0xa1, sizeof(m.ring_nonce));
+	memset(m.nonce, 0xb2, sizeof(m.nonce));
+	memset(m.mac, 0xc3, sizeof(m.mac));
 	return m;
 }
 
@@ -90,7 +93,9 @@ LEAK_TEST(frame, register_round_trip_and_every_truncation_fails)
 	cr_assert_eq(got.port, 4242);
 	cr_assert_str_eq(got.host, "node-7");
 	cr_assert_str_eq(got.addr, "10.0.0.7");
-	cr_assert_str_eq(got.secret, "s3cr\x01t");
+	cr_assert_arr_eq(got.ring_nonce, m.ring_nonce, sizeof(m.ring_nonce));
+	cr_assert_arr_eq(got.nonce, m.nonce, sizeof(m.nonce));
+	cr_assert_arr_eq(got.mac, m.mac, sizeof(m.mac));
 
 	for (long cut = 0; cut < n; cut++) {
 		cr_assert_eq(frame_register_decode(buf, (size_t)cut, &got, &why), -EPROTO, "cut %ld", cut);
@@ -145,27 +150,34 @@ LEAK_TEST(frame, encoder_reports_no_room)
 
 LEAK_TEST(frame, table_round_trip_and_size_check)
 {
-	struct frame_peer p[3] = { { "a", "127.0.0.1", 1 }, { "b", "::1", 2 }, { "c", "10.1.1.1", 3 } };
+	struct frame_peer p[3] = { { "a", "127.0.0.1", 1, { 1 } }, { "b", "::1", 2, { 2 } },
+				   { "c", "10.1.1.1", 3, { 3 } } };
 	struct frame_peer got[3];
-	uint8_t buf[4 + 3 * FRAME_PEER_MAX];
+	uint8_t buf[FRAME_TABLE_MAX(3)], mac[FRAME_MAC_LEN], gmac[FRAME_MAC_LEN];
 	const char *why;
-	long n = frame_table_encode(p, 3, buf, sizeof(buf));
+	long n;
 
-	cr_assert_gt(n, 0);
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, &why), 0);
+	memset(mac, 0x5a, sizeof(mac));
+	n = frame_table_encode(p, 3, mac, buf, sizeof(buf));
+	/* the count, three (host, addr, port, nonce) and the MAC */
+	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32) + (6 + 1 + 3 + 32) + (6 + 1 + 8 + 32) + 32);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, gmac, &why), 0);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_str_eq(got[i].host, p[i].host);
 		cr_assert_str_eq(got[i].addr, p[i].addr);
 		cr_assert_eq(got[i].port, p[i].port);
+		cr_assert_arr_eq(got[i].ring_nonce, p[i].ring_nonce, FRAME_NONCE_LEN);
 	}
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, &why), -EPROTO);
+	cr_assert_arr_eq(gmac, mac, sizeof(mac));
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, gmac, &why), -EPROTO);
 	cr_assert_str_eq(why, "table size differs from WORLD_SIZE");
-	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, &why), -EPROTO);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, gmac, &why), -EPROTO);
+	cr_assert_str_eq(why, "truncated payload");
 }
 
 LEAK_TEST(frame, hello_abort_reason_allreduce_round_trips)
 {
-	uint8_t buf[FRAME_ABORT_MAX + FRAME_HELLO_MAX];
+	uint8_t buf[FRAME_ABORT_MAX + FRAME_HELLO_LEN], nonce[FRAME_NONCE_LEN];
 	const char *why;
 	struct frame_hello h = { .rank = 9 }, hg;
 	struct frame_abort a = { .origin = 2, .culprit = -1, .flags = FRAME_ABORT_TIMEOUT }, ag;
@@ -173,10 +185,22 @@ LEAK_TEST(frame, hello_abort_reason_allreduce_round_trips)
 	char reason[FRAME_REASON_MAX];
 	long n;
 
-	strcpy(h.secret, "x");
+	memset(h.nonce, 7, sizeof(h.nonce));
+	memset(h.mac, 8, sizeof(h.mac));
 	n = frame_hello_encode(&h, buf, sizeof(buf));
+	cr_assert_eq(n, FRAME_HELLO_LEN);
 	cr_assert_eq(frame_hello_decode(buf, (size_t)n, &hg, &why), 0);
-	cr_assert(hg.rank == 9 && strcmp(hg.secret, "x") == 0);
+	cr_assert(hg.rank == 9 && memcmp(hg.nonce, h.nonce, sizeof(h.nonce)) == 0 &&
+		  memcmp(hg.mac, h.mac, sizeof(h.mac)) == 0);
+	cr_assert_eq(frame_hello_decode(buf, (size_t)n - 1, &hg, &why), -EPROTO);
+
+	/* The challenge is exactly one nonce. */
+	memset(buf, 0x42, FRAME_CHALLENGE_LEN + 1);
+	cr_assert_eq(frame_challenge_decode(buf, FRAME_CHALLENGE_LEN, nonce, &why), 0);
+	cr_assert_eq(nonce[0], 0x42);
+	cr_assert_eq(frame_challenge_decode(buf, FRAME_CHALLENGE_LEN - 1, nonce, &why), -EPROTO);
+	cr_assert_eq(frame_challenge_decode(buf, FRAME_CHALLENGE_LEN + 1, nonce, &why), -EPROTO);
+	cr_assert_str_eq(frame_type_name(FRAME_CHALLENGE), "challenge");
 
 	strcpy(a.reason, "peer rank 1 closed the connection");
 	n = frame_abort_encode(&a, buf, sizeof(buf));
@@ -225,6 +249,7 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 		struct frame_hello h;
 		struct frame_abort a;
 		struct frame_hdr hd;
+		uint8_t mac[FRAME_MAC_LEN];
 		const char *why;
 		size_t len = (size_t)(round % 600);
 
@@ -235,8 +260,36 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 		if (len >= FRAME_HDR_LEN)
 			(void)frame_decode_hdr(buf, 1000, &hd, &why);
 		(void)frame_register_decode(buf, len, &m, &why);
-		(void)frame_table_decode(buf, len, 4, p, &why);
+		(void)frame_table_decode(buf, len, 4, p, mac, &why);
+		(void)frame_challenge_decode(buf, len, mac, &why);
 		(void)frame_hello_decode(buf, len, &h, &why);
 		(void)frame_abort_decode(buf, len, &a, &why);
 	}
+}
+
+/* A sealed payload: its MAC binds the secret, the label, both nonces in
+ * their order, and every byte before it. */
+LEAK_TEST(frame, sealed_payload_binds_secret_label_nonces_and_bytes)
+{
+	uint8_t a[FRAME_NONCE_LEN], b[FRAME_NONCE_LEN], p[40 + FRAME_MAC_LEN], q[sizeof(p)];
+
+	cr_assert_eq(auth_init(), 0);
+	memset(a, 1, sizeof(a));
+	memset(b, 2, sizeof(b));
+	memset(p, 'x', sizeof(p));
+	rdv_seal(p, sizeof(p), "s3cret", "label", a, b);
+	cr_assert(rdv_sealed(p, sizeof(p), "s3cret", "label", a, b));
+	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cres", "label", a, b));
+	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "other", a, b));
+	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "label", b, a));
+	for (size_t i = 0; i < sizeof(p); i++) {
+		memcpy(q, p, sizeof(p));
+		q[i] ^= 0x01;
+		cr_assert_not(rdv_sealed(q, sizeof(q), "s3cret", "label", a, b), "byte %zu", i);
+	}
+	cr_assert_not(rdv_sealed(p, FRAME_MAC_LEN - 1, "s3cret", "label", a, b));
+	/* The empty secret is a key too (an unset SLOTRUN_JOB_SECRET). */
+	rdv_seal(p, sizeof(p), "", "label", a, b);
+	cr_assert(rdv_sealed(p, sizeof(p), "", "label", a, b));
+	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "label", a, b));
 }
