@@ -48,5 +48,6 @@ const struct transport transport_hier = {
 	.allreduce = hier_allreduce,
 	.describe = hier_describe,
 	.broken = shm_transport_broken,
+	.progress = shm_progress,
 	.destroy = hier_destroy,
 };

@@ -327,6 +327,8 @@ static int ring_run(struct comm *c, struct job *j)
 		if (progress || sent >= COMM_SEND_PROGRESS) {
 			deadline = sock_now_ns() + c->timeout_ns;
 			sent = 0;
+			if (c->tp->progress)
+				c->tp->progress(c);
 		}
 		if (progress || moved) {
 			spin_until = -1;

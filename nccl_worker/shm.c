@@ -18,7 +18,10 @@
  * SHM_SLICE_MS: between them a waiter looks at the segment's abort word, at
  * its sockets to the node's peers (a peer that died closed its end) and at
  * its control connections, and times out after SLOTRUN_TIMEOUT without
- * progress.
+ * progress.  Progress is the counter waited on moving, or the waited-on
+ * rank's `alive` tick: a leader ticks while its TCP ring across nodes
+ * moves (shm_progress), so that its members, waiting for the broadcast,
+ * do not take a slow network for a stuck leader.
  *
  * A failing rank (comm_fail and friends, through transport.broken) writes
  * its abort record into the segment, sets the abort word and wakes every
@@ -54,7 +57,7 @@
 #include "sock.h"
 
 #define SHM_MAGIC 0x4d48534e524c53ull  /* "SLRNSHM" */
-#define SHM_VERSION 1
+#define SHM_VERSION 2  /* 2: the alive tick */
 
 /* Each rank's slots: SHM_DEPTH of SHM_SLOT_BYTES.  The pipeline runs each
  * rank two steps behind its copy-in (copy in t, reduce t-1, copy out t-2),
@@ -100,7 +103,7 @@ struct shm_desc {
 
 struct shm_ctl {
 	uint32_t cnt[CNT_N];
-	uint32_t pad;
+	uint32_t alive;              /* ticks while this rank's TCP ring moves */
 	uint64_t probe;              /* the leader's cookie, as this rank read it */
 	struct shm_desc desc[2];     /* by collective sequence number parity */
 };
@@ -360,7 +363,8 @@ static int look_around(struct comm *c, struct shm *s, const char *what)
 static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t want,
 		    int64_t spin_ns, const char *what)
 {
-	uint32_t *w = &ctl_of(s, i)->cnt[which], v;
+	uint32_t *w = &ctl_of(s, i)->cnt[which], v, alive;
+	uint32_t *tick = &ctl_of(s, i)->alive;
 	uint32_t *sleepers = &wait_of(s, i)->sleepers[which];
 	struct timespec slice = { .tv_sec = 0, .tv_nsec = SHM_SLICE_MS * 1000000L };
 	int64_t t0, now, deadline;
@@ -382,6 +386,7 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 			sched_yield();
 	}
 	deadline = t0 + c->timeout_ns;
+	alive = __atomic_load_n(tick, __ATOMIC_RELAXED);
 	for (;;) {
 		__atomic_add_fetch(sleepers, 1, __ATOMIC_SEQ_CST);
 		v = __atomic_load_n(w, __ATOMIC_SEQ_CST);
@@ -393,7 +398,12 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 		r = look_around(c, s, what);
 		if (r < 0)
 			return r;
-		if (sock_now_ns() >= deadline)
+		now = sock_now_ns();
+		if (__atomic_load_n(tick, __ATOMIC_RELAXED) != alive) {
+			alive = __atomic_load_n(tick, __ATOMIC_RELAXED);
+			deadline = now + c->timeout_ns;
+		}
+		if (now >= deadline)
 			return comm_fail_timeout(c, s->ranks[i], what,
 						 "peer rank %d did not answer within %gs "
 						 "(SLOTRUN_TIMEOUT) during %s", s->ranks[i],
@@ -690,6 +700,17 @@ static int shm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtyp
 			 enum comm_op op)
 {
 	return node_reduce(c, buf, count, dtype, op, 1, op == COMM_AVG ? c->size : 0);
+}
+
+void shm_progress(struct comm *c)
+{
+	struct shm *s = c->shm;
+
+	if (s) {
+		uint32_t *tick = &ctl_of(s, s->li)->alive;
+
+		__atomic_store_n(tick, __atomic_load_n(tick, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+	}
 }
 
 static void shm_describe(const struct comm *c, char *buf, size_t len)

@@ -73,6 +73,10 @@ int shm_local_size(const struct comm *c);
 int shm_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype, enum comm_op op);
 int shm_bcast(struct comm *c, void *buf, size_t bytes);
 
+/* This rank is making progress elsewhere (its TCP ring): the node's ranks
+ * waiting on it push their SLOTRUN_TIMEOUT back (transport.progress). */
+void shm_progress(struct comm *c);
+
 /* transport.broken for both: the failure goes into the segment and every
  * sleeper of the node is woken. */
 void shm_transport_broken(struct comm *c, const struct frame_abort *a);

@@ -36,6 +36,12 @@ struct transport {
 	 * than on a socket learn of it at once.  NULL: nothing to do. */
 	void (*broken)(struct comm *c, const struct frame_abort *a);
 
+	/* Called by the TCP ring whenever it makes progress, so that ranks
+	 * waiting on this one for other reasons (a node's members while their
+	 * leader works across nodes) know that it is not stuck.  Cheap: it
+	 * runs on every step.  NULL: nothing to do. */
+	void (*progress)(struct comm *c);
+
 	/* Frees what the transport holds (comm_destroy).  NULL: nothing. */
 	void (*destroy)(struct comm *c);
 };

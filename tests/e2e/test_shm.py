@@ -8,6 +8,7 @@ import os
 import random
 import re
 import signal
+import subprocess
 import time
 
 from harness import Proc, binary, case, free_port, job_env, run, wait_for
@@ -217,6 +218,33 @@ def mixed_shm_and_tcp_across_namespace_nodes():
                              r"and 2 are on different hosts \([^,]+, [^;]+; a host is a kernel boot "
                              r"and a network namespace\): use auto or tcp\n", err), err
             assert "[rank=0] #" not in p.out.decode(errors="replace"), "nothing ran"
+
+
+@case
+def members_wait_out_a_slow_network_past_the_timeout():
+    """An all-reduce whose leaders' ring takes longer than SLOTRUN_TIMEOUT
+    but keeps moving: the members, waiting for their leader's broadcast,
+    see its progress and do not call it stuck."""
+    from netns import Cluster
+    env = {"SLOTRUN_JOB_SECRET": "e2e-shm", "SLOTRUN_TIMEOUT": "2"}
+    with Cluster(2, "slow") as cl:
+        # 8 MiB each way between the leaders at 16 Mbit/s: about 4 s
+        for i in range(2):
+            subprocess.run(cl.prefix(i) + ["tc", "qdisc", "add", "dev", cl.iface(i), "root", "tbf",
+                                           "rate", "16mbit", "burst", "64kb", "latency", "2s"],
+                           check=True)
+        procs = namespace_job(cl, "2", [NW, "--backend", "cpu", "-b", "8M", "-e", "8M", "-n", "1",
+                                        "-w", "0"], env)
+        codes = finish_all(procs, 120)
+        assert codes == {0: 0, 1: 0}, (codes, {i: p.err[-800:] for i, p in procs.items()})
+        out = procs[0].out.decode(errors="replace")
+        assert "[rank=0] # transport shm+tcp" in out, out
+        rows = table("\n".join(l.split(None, 1)[1] for l in out.splitlines()
+                               if l.startswith("[rank=0] ") and not l.startswith("[rank=0] #")).encode())
+        assert len(rows) == 1 and rows[0][4] == 0, rows
+        took = float([l for l in out.splitlines() if l.startswith("[rank=0] ") and "#" not in l][0]
+                     .split()[6])
+        assert took > 2.5e6, f"the all-reduce took {took:.0f} us: the link was not slow enough to test"
 
 
 run()
