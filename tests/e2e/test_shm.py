@@ -12,8 +12,8 @@ import subprocess
 import time
 
 from harness import Proc, binary, case, free_port, job_env, run, wait_for
-from ranks import (ALLREDUCING, NW, bench_ok, finish_all, start, start_allreducing, survivors_name,
-                   table)
+from ranks import (ALLREDUCING, NW, bench_ok, cpu_seconds, finish_all, rank_env, start,
+                   start_allreducing, survivors_name, table)
 
 CHECK = binary("comm_check")
 SR = binary("slotrun")
@@ -218,6 +218,27 @@ def mixed_shm_and_tcp_across_namespace_nodes():
                              r"and 2 are on different hosts \([^,]+, [^;]+; a host is a kernel boot "
                              r"and a network namespace\): use auto or tcp\n", err), err
             assert "[rank=0] #" not in p.out.decode(errors="replace"), "nothing ran"
+
+
+@case
+def a_rank_killed_across_nodes_is_named_by_every_other():
+    """shm+tcp on 2 namespace nodes x 2 ranks, no slotrun in between: a
+    member killed mid-all-reduce (rank 3), then a leader (rank 2), is
+    named by the ranks of both nodes well before SLOTRUN_TIMEOUT."""
+    from netns import Cluster
+    with Cluster(2, "kill") as cl:
+        for victim in (3, 2):
+            port = free_port()
+            procs = {}
+            for r in range(4):
+                env = rank_env(r, 4, port, timeout=TIMEOUT, transport="auto", LOCAL_RANK=r % 2,
+                               LOCAL_WORLD_SIZE=2, MASTER_ADDR=cl.addr(0))
+                procs[r] = Proc(cl.prefix(r // 2) + ALLREDUCING, env=env)
+            procs[0].wait_line("# transport shm+tcp", timeout=60)
+            wait_for(lambda: cpu_seconds(procs[victim].pid) > 0.3, 60, "the ranks to be all-reducing")
+            t0 = time.monotonic()
+            procs[victim].p.send_signal(signal.SIGKILL)
+            survivors_name(procs, victim, t0, TIMEOUT, "during all-reduce")
 
 
 @case
