@@ -228,6 +228,18 @@ def free_port():
     return free_ports(1)[0]
 
 
+def try_connect(port, host="127.0.0.1"):
+    """A TCP connection to host:port, or None when nothing listens there
+    yet (for wait_for)."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        s.connect((host, port))
+        return s
+    except OSError:
+        s.close()
+        return None
+
+
 def run_cmd(argv, timeout=30.0, env=None, **kw):
     p = Proc(argv, env=env, **kw)
     code = p.finish(timeout)

@@ -5,12 +5,11 @@ talking TCP over loopback."""
 import os
 import re
 import signal
-import socket
 import struct
 import subprocess
 import time
 
-from harness import Proc, Skip, binary, case, free_port, run, run_cmd, wait_for
+from harness import Proc, Skip, binary, case, free_port, run, run_cmd, try_connect, wait_for
 from ranks import (NW, bench_ok, finish_all, rank_env, start, start_allreducing, survivors_name,
                    table)
 
@@ -173,26 +172,16 @@ def garbage_at_the_rendezvous_port_is_ignored():
     port = free_port()
     p0 = Proc([NW, "--backend", "cpu", "-b", "4K", "-e", "4K"], env=rank_env(0, 2, port))
     socks = []
-
-    def connect():
-        s = socket.socket()
-        try:
-            s.connect(("127.0.0.1", port))
-            return s
-        except OSError:
-            s.close()
-            return None
-
-    s = wait_for(connect, 20, "rank 0 to listen")
+    s = wait_for(lambda: try_connect(port), 20, "rank 0 to listen")
     s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     socks.append(s)
-    s = connect()  # a header announcing an absurd registration
+    s = try_connect(port)  # a header announcing an absurd registration
     s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 2, 1, 0, 1 << 40))
     socks.append(s)
-    s = connect()  # a truncated registration, then silence
+    s = try_connect(port)  # a truncated registration, then silence
     s.sendall(struct.pack("<IHHQQ", 0x4E524C53, 2, 1, 0, 100) + b"\x01\x00")
     socks.append(s)
-    socks.append(connect())  # says nothing at all
+    socks.append(try_connect(port))  # says nothing at all
     p1 = Proc([NW, "--backend", "cpu", "-b", "4K", "-e", "4K"], env=rank_env(1, 2, port))
     codes = finish_all({0: p0, 1: p1}, 60)
     for s in socks:

@@ -12,7 +12,7 @@ import struct
 import threading
 import time
 
-from harness import Proc, binary, case, free_port, run, wait_for
+from harness import Proc, binary, case, free_port, run, try_connect, wait_for
 from ranks import finish_all, rank_env
 
 CHECK = binary("comm_check")
@@ -52,16 +52,6 @@ def recv_frame(s, timeout=10):
     return t, recv_exact(s, n, timeout)
 
 
-def connect(port):
-    s = socket.socket()
-    try:
-        s.connect(("127.0.0.1", port))
-        return s
-    except OSError:
-        s.close()
-        return None
-
-
 def sees_eof(s, timeout):
     """Whether the other end closes s within timeout (what it sends first
     is read and dropped)."""
@@ -92,7 +82,7 @@ class Recorder:
     def _run(self):
         self.ls.settimeout(60)
         a, _ = self.ls.accept()
-        b = wait_for(lambda: connect(self.target), 30, "rank 0 to listen")
+        b = wait_for(lambda: try_connect(self.target), 30, "rank 0 to listen")
         self.ls.close()
         pipes = [(a, b, "up"), (b, a, "down")]
         threads = [threading.Thread(target=self._pump, args=p, daemon=True) for p in pipes]
@@ -153,7 +143,7 @@ def a_replayed_registration_is_refused_and_the_genuine_rank_still_gets_in():
     register = frame(*recorded()["up"][0])
     port = free_port()
     p0 = Proc([CHECK], env=rank_env(0, 2, port, secret=SECRET, timeout=30))
-    s = wait_for(lambda: connect(port), 20, "rank 0 to listen")
+    s = wait_for(lambda: try_connect(port), 20, "rank 0 to listen")
     t, challenge = recv_frame(s)
     assert t == CHALLENGE and len(challenge) == 32
     assert challenge != recorded()["down"][0][1], "a challenge came twice"
@@ -228,7 +218,7 @@ def a_silent_chief_is_named_after_the_timeout():
 def a_forged_ring_hello_is_refused():
     port = free_port()
     p0 = Proc([CHECK], env=rank_env(0, 2, port, secret=SECRET))
-    wait_for(lambda: connect(port), 20, "rank 0 to listen").close()
+    wait_for(lambda: try_connect(port), 20, "rank 0 to listen").close()
     dport = wait_for(lambda: data_port(p0.pid, port), 20, "rank 0's data plane")
     forged = socket.create_connection(("127.0.0.1", dport))
     # rank 1 (rank 0's left neighbour) with a nonce and a MAC made up
@@ -264,9 +254,9 @@ def data_port(pid, rdv_port):
 def unregistered_connections_are_capped_and_dropped_after_10s():
     port = free_port()
     p0 = Proc([CHECK], env=rank_env(0, 2, port, secret=SECRET, timeout=60))
-    first = wait_for(lambda: connect(port), 20, "rank 0 to listen")
+    first = wait_for(lambda: try_connect(port), 20, "rank 0 to listen")
     t0 = time.monotonic()
-    socks = [first] + [connect(port) for _ in range(69)]
+    socks = [first] + [try_connect(port) for _ in range(69)]
     assert all(socks)
     # at most 64 are held: the six oldest go at once
     for s in socks[:6]:
