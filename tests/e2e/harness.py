@@ -92,6 +92,15 @@ def pid_alive(pid):
         return False
 
 
+def kill_pids(pids):
+    """SIGKILL to each pid; one already gone is no error."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class Proc:
     """A child with its stdout/stderr read through our own pipes.  Its
     environment is ours with env added, or environ alone when given."""

@@ -30,12 +30,11 @@ veth or bridges are not available, any other setup error is raised."""
 import ctypes
 import os
 import re
-import signal
 import socket
 import subprocess
 import threading
 
-from harness import Skip, cleanup_at_exit, pid_alive, wait_for
+from harness import Skip, cleanup_at_exit, kill_pids, pid_alive, wait_for
 
 BRIDGE_NET = "10.213.0"
 SIDE_NET = "10.214"
@@ -75,11 +74,7 @@ def _kill_and_delete(name):
         pids = pids_in(name)
         if not pids:
             break
-        for p in pids:
-            try:
-                os.kill(p, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        kill_pids(pids)
         try:
             wait_for(lambda: not any(pid_alive(p) for p in pids), 5, f"the processes in {name} to die")
         except AssertionError:

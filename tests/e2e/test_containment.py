@@ -11,7 +11,7 @@ import signal
 import sys
 import time
 
-from harness import Proc, binary, case, job_env, run, wait_for
+from harness import Proc, binary, case, job_env, kill_pids, run, wait_for
 
 SR = binary("slotrun")
 WR = binary("wrap_rank")
@@ -60,14 +60,6 @@ def marked(tag, cmd=None, prog=None, rank=None):
     return out
 
 
-def kill_all(pids):
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 @contextlib.contextmanager
 def running(argv, tag, environ=None, env=None):
     """A Proc whose marked processes are all gone afterwards, whatever the
@@ -77,7 +69,7 @@ def running(argv, tag, environ=None, env=None):
         yield p
     finally:
         p.kill()
-        kill_all(marked(tag))
+        kill_pids(marked(tag))
 
 
 def sigkill_slotrun_and_expect_nothing_left(p, tag):
@@ -93,7 +85,7 @@ def sigkill_slotrun_and_expect_nothing_left(p, tag):
                 desc.append(f"{pid}: {open(f'/proc/{pid}/cmdline', 'rb').read()!r} {stat_of(pid)}")
             except OSError:
                 pass
-        kill_all(left)
+        kill_pids(left)
         raise AssertionError(f"survived slotrun: {desc}")
 
 

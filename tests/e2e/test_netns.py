@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 
-from harness import Proc, case, pid_alive, run, wait_for
+from harness import Proc, case, kill_pids, pid_alive, run, wait_for
 from netns import Cluster, NETNS_DIR
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -203,10 +203,7 @@ def sigkilled_creators_namespaces_go_with_the_next_cluster():
             assert exists(cl.ns(0))
     finally:
         p.kill()
-        try:
-            os.kill(info["sleep"], signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_pids([info["sleep"]])
 
 
 run()

@@ -14,12 +14,11 @@ at exit and on SIGTERM/SIGINT (harness.cleanup_at_exit).  Skips only where Slurm
 not root, or slurm-wlm/munge not installed."""
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import uuid
 
-from harness import Proc, Skip, case, cleanup_at_exit, free_ports, pid_alive, run, wait_for
+from harness import Proc, Skip, case, cleanup_at_exit, free_ports, kill_pids, pid_alive, run, wait_for
 from jobs import SR, clean_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -41,14 +40,6 @@ def pids_with_env(entry):
         except OSError:
             pass
     return [p for p in found if pid_alive(p)]
-
-
-def kill_pids(pids):
-    for p in pids:
-        try:
-            os.kill(p, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 class Slurm:

@@ -1,5 +1,4 @@
 import os
-import random
 import re
 import shutil
 import signal
@@ -9,7 +8,7 @@ import sys
 import tempfile
 import zlib
 
-from harness import Proc, Skip, binary, case, pid_alive, run, run_cmd, wait_for
+from harness import Proc, Skip, binary, case, kill_pids, pid_alive, run, run_cmd, wait_for
 
 WR = binary("wrap_rank")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -258,10 +257,7 @@ def background_printer_does_not_keep_wrap_rank_alive():
         if m:
             # its next tick after wrap_rank's exit is its SIGPIPE, and the
             # guard may have reaped it already
-            try:
-                os.kill(int(m.group(1)), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_pids([int(m.group(1))])
 
 
 @case
