@@ -45,6 +45,14 @@ int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
 	return rc;
 }
 
+int comm_init_io_err(struct comm *c, int rc, int peer, const char *where)
+{
+	char phrase[96];
+
+	comm_io_phrase(c, rc, phrase, sizeof(phrase));
+	return comm_init_err(c, rc, "peer rank %d %s %s", peer, phrase, where);
+}
+
 static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
 		   socklen_t *len)
 {
@@ -128,7 +136,6 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 	socklen_t len = 0;
 	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_LEN];
 	struct frame_hello hello = { .rank = (uint32_t)c->rank };
-	char phrase[96];
 	long n;
 	int r;
 
@@ -147,10 +154,8 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 		 c->peers[right].ring_nonce, hello.nonce);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
 	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-	if (r < 0) {
-		comm_io_phrase(c, r, phrase, sizeof(phrase));
-		return comm_init_err(c, r, "peer rank %d %s while connecting the ring", right, phrase);
-	}
+	if (r < 0)
+		return comm_init_io_err(c, r, right, "while connecting the ring");
 
 	while (g->recv_fd < 0) {
 		struct frame_hdr h;

@@ -102,6 +102,10 @@ void comm_ring_close(struct ring *g);
 int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* The same for an I/O failure rc with peer rank peer: "peer rank P closed
+ * the connection while/during ..." (comm_io_phrase), where names the step. */
+int comm_init_io_err(struct comm *c, int rc, int peer, const char *where);
+
 /* Records the error (the first one wins), marks the communicator broken,
  * tells the others (a non-chief tells the chief, the chief tells everyone),
  * and returns rc.  culprit: the rank at fault, or -1. */

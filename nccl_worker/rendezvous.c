@@ -270,12 +270,8 @@ static int send_table(struct comm *c, const struct registered *reg, int64_t dead
 		rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_TABLE, reg[i].nonce,
 			 reg[i].challenge);
 		r = sock_send_all(reg[i].fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-		if (r < 0) {
-			char why[96];
-
-			comm_io_phrase(c, r, why, sizeof(why));
-			r = comm_init_err(c, r, "peer rank %d %s during the rendezvous", i, why);
-		}
+		if (r < 0)
+			r = comm_init_io_err(c, r, i, "during the rendezvous");
 	}
 	free(buf);
 	return r;
@@ -414,7 +410,6 @@ static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct 
 {
 	uint8_t hdr[FRAME_HDR_LEN];
 	const char *why;
-	char phrase[96];
 	int r;
 
 	r = sock_recv_all(fd, hdr, sizeof(hdr), deadline + 1000000000);
@@ -427,10 +422,8 @@ static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct 
 	if (r == -ETIMEDOUT)
 		return comm_init_err(c, r, "timed out after %gs waiting for %s", c->cfg.timeout_s,
 				     waiting_for);
-	if (r < 0) {
-		comm_io_phrase(c, r, phrase, sizeof(phrase));
-		return comm_init_err(c, r, "peer rank 0 %s during the rendezvous", phrase);
-	}
+	if (r < 0)
+		return comm_init_io_err(c, r, 0, "during the rendezvous");
 	if (h->type == FRAME_REJECT) {
 		char reason[FRAME_REASON_MAX];
 
@@ -449,7 +442,7 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	size_t cap = FRAME_HDR_LEN + FRAME_TABLE_MAX(c->size) + FRAME_REGISTER_MAX;
 	struct frame_hdr h;
 	const char *why;
-	char where[128], phrase[96];
+	char where[128];
 	long n;
 	int fd, r;
 
@@ -503,8 +496,7 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
 	r = sock_send_all(fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
 	if (r < 0) {
-		comm_io_phrase(c, r, phrase, sizeof(phrase));
-		r = comm_init_err(c, r, "peer rank 0 %s during the rendezvous", phrase);
+		r = comm_init_io_err(c, r, 0, "during the rendezvous");
 		goto out;
 	}
 

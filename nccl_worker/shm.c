@@ -399,8 +399,9 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 		if (r < 0)
 			return r;
 		now = sock_now_ns();
-		if (__atomic_load_n(tick, __ATOMIC_RELAXED) != alive) {
-			alive = __atomic_load_n(tick, __ATOMIC_RELAXED);
+		v = __atomic_load_n(tick, __ATOMIC_RELAXED);
+		if (v != alive) {
+			alive = v;
 			deadline = now + c->timeout_ns;
 		}
 		if (now >= deadline)
