@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """All-reduce across network-namespace nodes on this machine (needs root
 and iproute2): the hierarchical transport (SLOTRUN_TRANSPORT=auto: shared
 memory within each node, the TCP ring across node leaders) against the TCP

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """The job plane's figures on 3 network-namespace nodes (needs root and
 iproute2), each with its baseline measured in the same invocation.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """slotrun's launch time, teardown time and peak memory, against baselines
 run in the same invocation.
 

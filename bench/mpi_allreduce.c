@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Baseline for bench/allreduce_sweep: MPI_Allreduce (float32 sum, in
  * place) at the same sizes, timed the same way (warm-up, then the mean of
  * ITERS, the slowest rank's).  Prints "size time_us algbw busbw".

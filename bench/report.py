@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Puts bench/run's pieces together: merges the JSON each benchmark wrote
 into one results file, draws the all-reduce plots with gnuplot (PNG), and
 prints the summary table.

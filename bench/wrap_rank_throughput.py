@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """wrap_rank throughput through a pipe, against cat and sed in the same run.
 
 Usage: bench/wrap_rank_throughput.py [--wrap-rank PATH] [--mib N] [--runs N] [--json FILE]

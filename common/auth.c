@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "auth.h"
 
 #include <errno.h>

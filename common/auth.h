@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Proof that both ends of a connection hold the job secret, without the
  * secret crossing the wire: an HMAC-SHA256 challenge-response (libsodium).
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Starting a program in a child process: fork, set the child up, exec.
  * slotrun starts its workers with it and wrap_rank its command.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Small fd and file helpers shared by the three programs.  All but
  * io_read_file return 0 or a negative errno; none logs. */
 #ifndef SLOTRUN_IO_H

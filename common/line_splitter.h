@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Line splitter: turns a byte stream into prefixed lines, written in whole
  * lines of at most PIPE_BUF bytes per write so that many writers sharing one
  * pipe or terminal never interleave inside a line.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "procs.h"
 
 #include <ctype.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Descendants of a process, found by walking /proc.  Used to stop strays:
  * processes that left the workers' process groups (setsid, daemonized):
  * slotrun's, and those of wrap_rank's guard when slotrun dies. */

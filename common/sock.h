@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* TCP socket helpers with deadlines.  A deadline is an absolute time on
  * CLOCK_MONOTONIC in nanoseconds (sock_now_ns() + timeout), or SOCK_NO_DEADLINE.
  *

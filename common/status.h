@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Exit statuses as the programs report them: a worker's exit code, or
  * 128+N when it died of signal N (the shell's convention, which wrap_rank
  * and slotrun follow). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: Determined.  $SLOTRUN_DET_INFO_DIR (default
  * /run/determined/info)/rendezvous.json {container_addrs, container_rank,
  * container_slot_counts} and cluster.json {slot_ids}, DET_SLOT_IDS ("[0,1]"),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: the command line's --nnodes, --node-rank, --addrs,
  * --master-addr, --slots, --master-port and --iface, as opt_parse collected
  * them (with torchrun's spellings: --nproc-per-node, --node_rank, ...). */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: a Kubernetes Indexed Job.  Each pod gets its index in
  * JOB_COMPLETION_INDEX, which is its node rank; the node count and the
  * addresses come from elsewhere (--addrs or SLOTRUN_ADDRS as a hostlist

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Parsing helpers shared by the ClusterInfo sources: see ci_parse.h. */
 #include "ci_parse.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Parsing helpers shared by the ClusterInfo sources (ci_*.c) and the
  * hostlist parser, so that every source words its values and its errors
  * alike.  Internal to the launcher.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: slotrun's own variables, one per flag
  * (SLOTRUN_NNODES, SLOTRUN_NODE_RANK, SLOTRUN_ADDRS, SLOTRUN_MASTER_ADDR,
  * SLOTRUN_SLOTS, SLOTRUN_MASTER_PORT, SLOTRUN_IFACE), and the GPUs an inherited

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: Slurm.  SLURM_JOB_NODELIST (hostlist syntax),
  * SLURM_NODEID, SLURM_NNODES, GPUs from SLURM_STEP_GPUS, else
  * SLURM_JOB_GPUS.

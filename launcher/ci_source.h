@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* One ClusterInfo source: how it reports what it found.  Internal to the
  * launcher.
  *

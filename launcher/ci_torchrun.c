@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo source: torchrun's environment form of its options, which
  * Kubeflow's training operator sets in every pod of a PyTorchJob:
  * PET_NNODES ("N", or an elastic "MIN:MAX" whose ends must be equal),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo: the sources, their order and the rules are in cluster_info.h.
  *
  * Shape: each source (ci_<name>.c, see ci_source.h) is parsed on its own

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo: where this node stands in the job.
  *
  * Sources, first match wins for each field, flags over everything:

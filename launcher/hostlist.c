@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Slurm hostlists: see hostlist.h.  Two passes over the text, the first
  * checking syntax and counting, the second expanding, so that an absurd
  * list is refused before anything is allocated for it. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Slurm's hostlist syntax, as in SLURM_JOB_NODELIST. */
 #ifndef SLOTRUN_HOSTLIST_H
 #define SLOTRUN_HOSTLIST_H

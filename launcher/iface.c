@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "iface.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Which local network interface reaches the chief. */
 #ifndef SLOTRUN_IFACE_H
 #define SLOTRUN_IFACE_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* slotrun: options -> command -> topology -> ClusterInfo -> interface ->
  * slot plan -> dry run, or spawn and supervise. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* slotrun's command line, with a SLOTRUN_* variable behind each option
  * (the flag wins).  ClusterInfo flags are kept raw for ci_load, which reads
  * their variables itself at their place in the precedence. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Where a worker's lines go: the console (unless filtered out), its log
  * file (with --log-dir), and for stderr a tail kept for the failure
  * summary.  Input comes from the worker's pipe through a line splitter

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* The slot plan: for each local slot its ranks, placement (GPU, cpuset),
  * whether the console shows it, and the environment slotrun sets for it
- * (DESIGN.md, "What every worker gets"); and the job's rendezvous secret.
+ * (slotrun(1), the workers' environment); and the job's rendezvous secret.
  * Pure: built from values; the user's environment is read through ci_env
  * (the same injected view ClusterInfo reads), so tests give it as a value.
  * The one exception is the random secret of a one-node job. */

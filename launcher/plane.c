@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "plane.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
+// SPDX-License-Identifier: MIT
 /* The job plane: the slotruns of one multi-node job, joined on the chief's
- * control port, so that a job runs whole or stops whole (DESIGN.md).  The
+ * control port, so that a job runs whole or stops whole (docs/job-plane.md).  The
  * decisions are plane_proto.c's; this file carries them over TCP on the
  * runner's libevent loop.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "plane_proto.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The job plane's protocol: what the slotruns of one job say to each other
  * over the control connection, and what the chief decides.  Pure: bytes in,
  * values out, no sockets and no clock (times come in as arguments), so every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "restart.h"
 
 #include <errno.h>

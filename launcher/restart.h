@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Restarts: which failures start the job again, and how long to wait
  * first.  Pure.  The runner (one node) and the chief (several nodes) both
  * ask it, so a job restarts by the same rule wherever it runs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Runs the plan: spawns the workers and supervises them on a libevent
  * loop until everything is reaped, then reports.  The state machine's
  * decisions come from supervisor.c; this file only carries them out. */
@@ -30,7 +31,7 @@ struct runner_cfg {
 	const char *host;                /* this node's address, for the summary */
 };
 
-/* Returns slotrun's exit status (DESIGN.md, "Exit status").  With a job
+/* Returns slotrun's exit status (slotrun(1), EXIT STATUS).  With a job
  * plane nothing starts before every node has joined, and the status is the
  * job's.  Returns 2 with the reason said when the plane cannot open.  With
  * restarts the status is the last attempt's. */

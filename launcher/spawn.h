@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Starting one worker: fork, set the child up, exec (common/child.h).
  *
  * The caller blocks the signals it handles before calling (so none runs a

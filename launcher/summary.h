@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The report after a failure: the root cause (rank, node, local rank, pid,
  * exit code or signal, time) with the last lines of its stderr, then every
  * other rank's outcome; as text on stderr and as JSON for --error-file. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "supervisor.h"
 
 #include <signal.h>

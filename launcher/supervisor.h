@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The supervisor's state machine: pure, no I/O.  The runner feeds it events
  * (a worker exited, a signal arrived, the grace timer fired, no stray
  * descendants are left) and carries out the actions it returns.

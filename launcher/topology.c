@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Topology: the slot plan's cpusets, from hwloc.
  *
  * Policy (topology.h has the contract; this is how it is met):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Topology: which cores (and NUMA node) each slot gets, from hwloc.
  *
  * GPU slots: NVIDIA GPUs found in the hwloc topology (CUDA OS devices

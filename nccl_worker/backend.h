@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the benchmark runs its all-reduces on (bench.c): the CPU ring of the
  * comm library, or NCCL on the GPU.  bench.c picks one and calls it only
  * through this table; each backend is one file (backend_cpu.c,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The benchmark's CPU backend: comm_allreduce in place on the caller's
  * host buffer, over whatever transport the communicator picked. */
 #include "backend.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The benchmark's NCCL backend: ring_nccl.h on a device buffer (or, built
  * without NCCL, its stub, which the benchmark never opens). */
 #include "backend.h"

@@ -1,6 +1,7 @@
+// SPDX-License-Identifier: MIT
 /* nccl_worker's benchmark: an nccl-tests style all-reduce sweep, run by
  * every rank of the job described by the worker environment.  Rank 0
- * prints the table (DESIGN.md "nccl_worker's benchmark table"); every rank
+ * prints the table (nccl_worker(1), the benchmark table); every rank
  * checks its results; #wrong is summed over ranks. */
 #ifndef SLOTRUN_BENCH_H
 #define SLOTRUN_BENCH_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ckpt.h"
 
 #include <errno.h>

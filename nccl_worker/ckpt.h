@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The checkpoint of `nccl_worker train`: what the chief writes when the
  * job is preempted (and at the end), and what --resume reads back.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The control plane: gather / broadcast / allgather / barrier /
  * should_preempt over the rendezvous connections (a star around rank 0).
  *

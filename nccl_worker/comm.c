@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The communicator's life cycle: comm_init (the data-plane listener, the
  * rendezvous, the ring connections), comm_destroy, and what a communicator
  * tells about itself.

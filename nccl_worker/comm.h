@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* slotrun's worker communication library: the rendezvous, the Core API
  * primitives (allgather, gather, broadcast, barrier, should_preempt) and
  * the in-place all-reduce (on the CPU: shared memory within a node, TCP
@@ -124,7 +125,7 @@ int comm_local_size(const struct comm *c);
 /* Distinct host names in the table. */
 int comm_nhosts(const struct comm *c);
 /* Nodes: groups of ranks that run on one kernel in one network namespace,
- * which could share memory (DESIGN.md "same host"); with SLOTRUN_TRANSPORT
+ * which could share memory (docs/comm.md, "same node"); with SLOTRUN_TRANSPORT
  * tcp counted all the same. */
 int comm_nnodes(const struct comm *c);
 /* Host name and data-plane address ("addr:port") of a rank. */

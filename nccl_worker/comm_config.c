@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The comm library's names (types, ops) and its configuration: the worker
  * environment read into struct comm_config, with a one-line error naming
  * the variable for anything malformed (README "nccl_worker", Environment).

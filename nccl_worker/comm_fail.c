@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The failure path every collective and transport shares: recording the
  * first error, telling the other ranks (abort frames on the control
  * connections), the chief's verdict after a timeout, and watching the

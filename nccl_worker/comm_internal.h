@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* What the comm modules share: the communicator and its error path.
  * Not part of the public API. */
 #ifndef SLOTRUN_COMM_INTERNAL_H

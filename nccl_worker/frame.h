@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Wire format of the rendezvous and control messages: pure encoding and
  * validation, no I/O, so that every malformed input can be unit-tested.
  *

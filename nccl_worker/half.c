@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "half.h"
 
 #include <stdbool.h>

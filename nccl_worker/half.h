@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* IEEE 754 binary16 ("fp16", "half") conversions for gradient compression:
  * pure functions.
  *

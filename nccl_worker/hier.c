@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The hierarchical transport: shared memory within each node, the TCP ring
  * across the nodes' leaders.  An all-reduce is three phases: the node's
  * ranks reduce into their leader through the segment (shm_reduce), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* nccl_worker [--backend auto|cpu|nccl] [-b MIN] [-e MAX] [-f FACTOR] ...
  * nccl_worker train --steps N --grad-bytes B --global-batch-size G ... */
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Built with -O3 (see meson.build) so that the loops below are vectorized;
  * each one is a plain indexed loop over restrict pointers for that reason.
  * Signed integer sums and products run on the unsigned type of the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Reduction kernels: dst[i] = dst[i] OP src[i] for every type and op, one
  * tight loop per (type, op) picked once per call (no per-element switch).
  * Pure functions on memory.

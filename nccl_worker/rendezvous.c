@@ -1,4 +1,5 @@
-/* The rendezvous through rank 0 (DESIGN.md "nccl_worker").
+// SPDX-License-Identifier: MIT
+/* The rendezvous through rank 0 (docs/comm.md).
  *
  * Rank 0 listens on MASTER_PORT and greets each connection with a
  * CHALLENGE, a fresh nonce.  The rank answers with REGISTER (rank, sizes,

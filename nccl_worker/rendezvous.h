@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The rendezvous protocol (rendezvous.c): how the ranks find each other
  * through rank 0.  Internal to the comm library. */
 #ifndef SLOTRUN_RENDEZVOUS_H

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The CPU ring all-reduce over TCP: reduce-scatter then all-gather in
  * 2(n-1) steps (ring_schedule.h), streamed.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The pipelined CPU ring all-reduce over TCP (ring_cpu.c): the "tcp"
  * transport, and the ring across node leaders of the hierarchical one.
  * Internal to the comm library. */

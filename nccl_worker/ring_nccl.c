@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* NCCL backend; compiled only when meson found the CUDA runtime and NCCL.
  *
  * Internally every step returns a small result (enum nres) and the CHECK

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The NCCL backend: an NCCL communicator beside a comm (whose control
  * plane carries rank 0's ncclUniqueId), and all-reduce on device memory.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The NCCL backend when the build found no CUDA runtime or NCCL. */
 #include "ring_nccl.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "ring_schedule.h"
 
 static int mod(int a, int n)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Ring all-reduce schedule: which segment each rank sends and receives at
  * each step.  Pure arithmetic, no I/O.
  *

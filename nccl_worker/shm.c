@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shared-memory transport: all-reduce among the ranks of one node
  * through one segment they all map (shm.h says how it is set up and shared;
  * shm_sched.h how the work is cut).

@@ -1,8 +1,9 @@
+// SPDX-License-Identifier: MIT
 /* The shared-memory transport (shm.c) and the hierarchical one (hier.c)
  * that puts it together with the TCP ring across nodes.  Internal to the
  * comm library; comm.c drives the setup.
  *
- * "Same node" (DESIGN.md): the same kernel (boot id) and the same network
+ * "Same node" (docs/comm.md): the same kernel (boot id) and the same network
  * namespace, since the segment travels over an abstract Unix socket, which
  * lives in a network namespace -- not the same host name, which containers
  * and network namespaces repeat.  The setup then proves the segment is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "shm_sched.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shared-memory transport's arithmetic (shm.c): how an all-reduce is
  * cut into steps and pieces, where each rank's slots lie in the segment,
  * and which ranks share a node.  Pure functions, no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "train.h"
 
 #include <errno.h>

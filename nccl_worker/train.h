@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* `nccl_worker train`: a deterministic simulated training loop on the comm
  * library, run by every rank of the job described by the worker
  * environment (comm.h), with Determined's semantics:

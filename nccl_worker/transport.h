@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A transport: how comm_allreduce moves the data.  comm_init picks one per
  * communicator once the rendezvous is done (comm.c, pick_transport) and
  * connects what it needs; each transport is one file that fills this

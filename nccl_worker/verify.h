@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Benchmark data and its check (the idea of nccl-tests' verifiable/): every
  * rank fills its buffer with values it can recompute, and after the
  * all-reduce every rank compares each element with the precomputed

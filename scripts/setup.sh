@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by scripts/demo and scripts/test: installs what is missing from
 # Debian's packages (non-interactively; nothing when all is present), then
 # configures and builds into $1 with the meson options that follow (and

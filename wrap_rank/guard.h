@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* wrap_rank's guard: the process between wrap_rank and its command that
  * keeps everything the command starts from outliving slotrun.
  *

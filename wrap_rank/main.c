@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* wrap_rank [--no-redirect-stdio] [--no-prefix] RANK [--] CMD [ARGS...] */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "wrap.h"
 
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* wrap_rank's runtime: run one command with its stdout and stderr prefixed
  * by "[rank=N] ", forward signals to it, and return its status. */
 #ifndef SLOTRUN_WRAP_H

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A DistributedDataParallel smoke check for slotrun: every rank trains a
 tiny Linear model for a few SGD steps on data of its own (seeded by its
 rank), then all ranks compare their parameters.  DDP averages the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small DistributedDataParallel training script, as slotrun runs one:
 every worker reads RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT through
 init_process_group("env://"), trains a linear model on its share of a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starts one slotrun per host over ssh, each with its node rank and all with
 # one job secret, and waits for the job.
 #

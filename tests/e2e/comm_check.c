@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A small trainer-like program for the end-to-end tests of the comm
  * library's Core API primitives: run one per rank with the worker
  * environment; exits 0 and prints "comm_check: rank R: ok" when allgather,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Writes COUNT checksummed lines of random length for the interleaving test,
 in random-sized write(2) calls so lines cross the reader's reads.
 Line: "<tag> <seq> <crc32 of payload> <payload>"."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A small TAP harness for the end-to-end tests.
 
 Each test is a function decorated with @case; run() executes them in order

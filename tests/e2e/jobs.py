@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Multi-node jobs for the end-to-end tests: one slotrun per node of a
 netns.Cluster, all read together (Job), and the environment they start from.
 Every wait has a deadline; kill() ends every slotrun of the job."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Network-namespace "nodes" for the end-to-end tests.
 
 Cluster(n, tag) gives n nodes on one machine.  Each node is a network

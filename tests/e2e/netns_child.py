@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A process that makes a two-node Cluster, starts `sleep 60` on node 0,
 prints one JSON line (namespaces, sleep's pid) and then, by argv[1]:
   wait    waits for a signal (the test sends SIGTERM, SIGINT or SIGKILL)

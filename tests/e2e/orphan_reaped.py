@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Run as a worker under slotrun as PID 1 of a PID namespace: makes an
 orphan that then exits (a zombie for whoever adopted it) and exits 0 once
 that zombie is gone from /proc, 1 if it is still there at the deadline."""

@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: MIT
 """What the nccl_worker end-to-end tests share: starting n ranks here with
-the worker environment of DESIGN.md (slotrun would set the same), reading
+the worker environment of slotrun(1) (slotrun would set the same), reading
 them all, and rank 0's table."""
 
 import os

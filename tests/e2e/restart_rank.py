@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """A rank for the restart tests.  Attempt 0: says "ready"; rank $FAIL_RANK
 then waits for its go fifo ($JP_DIR/go.RANK) and exits 4, the others wait
 to be stopped.  A later attempt: counts the processes of this test

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Prints 'ready', then for each forwarded signal prints 'got NAME'; exits
 with the code given for a signal in argv (NAME=CODE), or keeps going."""
 import os

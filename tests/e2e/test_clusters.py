@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """slotrun where users run it: a Determined trial's info files, Kubeflow's
 PyTorchJob environment (torchrun's PET_* form, the chief's address alone),
 a Kubernetes Indexed Job, torchrun's own command line, and a PyTorch DDP

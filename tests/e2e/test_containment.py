@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Containment: nothing a worker started outlives slotrun, however slotrun
 ends (SIGKILL here, the one it cannot act on) and however the process
 escaped: a foreground child of the command, a background job, a double

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The fault matrix, as a user meets it: a reader that stops reading or goes
 away, a full disk under --log-dir and --error-file, stopped and hung
 workers, a worker that must be killed, an fd limit near the need, and the

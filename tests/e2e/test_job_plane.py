@@ -1,4 +1,5 @@
-"""The job plane across three nodes (DESIGN.md, "job plane"): one slotrun
+# SPDX-License-Identifier: MIT
+"""The job plane across three nodes (docs/job-plane.md): one slotrun
 per node, each in a network namespace of netns.Cluster, node i with ranks
 2i and 2i+1.  The slotruns join the chief, agree, and from then on share
 one fate: a failure, a stop, a preemption signal or a lost node anywhere

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The manual pages: built from man/*.scd by scdoc, each renders with
 `man -l` without a warning, slotrun(1) and nccl_worker(1) name every option
 and variable their --help names, and `meson install` puts them in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The NCCL backend on a GPU: one rank, every type and op, checked.  Skipped
 (TAP "# SKIP") where nccl_worker was built without NCCL or no GPU is
 visible (nccl_worker --backend nccl exits 77 there)."""

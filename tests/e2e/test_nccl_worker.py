@@ -1,5 +1,6 @@
+# SPDX-License-Identifier: MIT
 """End-to-end tests of nccl_worker and the comm library: real ranks started
-here with the worker environment of DESIGN.md (slotrun would set the same),
+here with the worker environment of slotrun(1) (slotrun would set the same),
 talking TCP over loopback."""
 
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Self-tests of netns.Cluster: what the multi-node tests stand on."""
 import json
 import os

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """The comm library's authenticated rendezvous (nccl_worker/rendezvous.c):
 the job secret never crosses the wire, a recorded handshake fails when it
 is played again, in either direction, a forged ring HELLO is refused, and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Restarts on one node: --max-restarts, --restart-delay, --restart-on, what
 never restarts, the attempt's variables, --log-dir and --error-file across
 attempts, and nccl_worker train resuming after a crash.  (Across nodes:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """End-to-end tests of the shared-memory transport (SLOTRUN_TRANSPORT=auto
 and shm on one host) and of the hierarchical one across network-namespace
 nodes: every type and op, odd counts and counts below n, up to 5 ranks; the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """slotrun under a real Slurm: a single-node cluster (Debian's slurm-wlm and
 munge) made for this test and torn down on every way out.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """examples/ssh/launch.sh against real sshds: one in each node of a
 netns.Cluster (three nodes, 10.213.0.1-3), with a key made for the test,
 and launch.sh run on node 0 as the login node.  It starts one slotrun per

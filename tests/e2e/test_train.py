@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """End-to-end tests of `nccl_worker train` under the built slotrun: the batch
 split, chief-only metrics, synchronized preemption, checkpoints, and a
 resumed run ending bit for bit where an uninterrupted one does."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """slotrun and wrap_rank under valgrind's memcheck on representative end-to-end
 paths, with zero findings allowed: invalid reads and writes, uses of
 uninitialised values, bad frees and definite leaks.  The programs run under

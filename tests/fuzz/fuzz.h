@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* libFuzzer's entry point, which every target in this folder defines.  The
  * same target is built two ways: with -fsanitize=fuzzer (clang, the fuzz
  * leg of scripts/test) and, in every normal build, with replay_main.c,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* ClusterInfo from outside input: Determined's info files and DET_SLOT_IDS,
  * Slurm's variables and hostlists, slotrun's variables and flags, all
  * through ci_load with an environment and files made of the input.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* nccl_worker's rendezvous and control wire format (nccl_worker/frame.h),
  * as a rank reads it from a peer.  Input: a 24-byte header and the payload
  * after it; the header's type picks the payload decoder (the table's size

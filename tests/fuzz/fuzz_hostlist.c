@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Slurm's hostlist syntax (SLURM_JOB_NODELIST) through hostlist_parse.
  * Input: the list.  Checked: on success 1..CI_MAX_NODES names, each
  * non-empty, at most 253 bytes of printable ASCII other than , [ and ];

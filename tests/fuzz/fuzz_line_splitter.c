@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The line splitter (common/line_splitter.h) that wrap_rank runs every
  * worker's output through, and slotrun its console.  Input: one byte for
  * the prefix length (0..69; 64 and more must be refused), one byte for the

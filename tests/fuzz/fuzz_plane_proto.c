@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The job plane's wire format, as a node or the chief reads it off a
  * connection: plane_frame_len over the stream, plane_decode of each whole
  * frame.  Input: the bytes a peer sent.

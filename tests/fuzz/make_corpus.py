@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hand-made seed corpus of each fuzz target into corpus/<target>/
 (valid and invalid examples of what each parser meets).  Run it again after
 changing it; inputs found by fuzzing that once crashed a target live beside

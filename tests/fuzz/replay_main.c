@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Replays a fuzz target's corpus: every regular file in the folders given
  * goes through LLVMFuzzerTestOneInput once, in name order.  A crash or a
  * failed check aborts, after the file's name is said; exit 0 otherwise, 1

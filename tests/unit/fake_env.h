@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* An environment given as a value: fake_env points at "NAME=VALUE"
  * strings (NULL-terminated); FAKE_ENV reads it through struct ci_env. */
 #ifndef SLOTRUN_FAKE_ENV_H

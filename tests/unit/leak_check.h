@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* LEAK_TEST: a Criterion Test that ends by asking LeakSanitizer for leaks.
  *
  * LSan reports at the exit of Criterion's worker process, after the test's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Checkpoints: a round trip, every bit flip and every truncation refused,
  * each field's validation, the configuration comparison, and the atomic
  * file write. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The worker environment: defaults, and a one-line error naming the
  * variable for everything malformed. */
 #include <criterion/criterion.h>

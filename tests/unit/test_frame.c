@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Message framing: round trips, and every kind of malformed input is
  * refused with -EPROTO (never read past the buffer, never accepted). */
 #include <criterion/criterion.h>

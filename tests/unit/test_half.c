@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* fp16 packing: every half survives a round trip, known values and ties,
  * and round to nearest even checked against the neighbours over a sweep
  * of floats. */

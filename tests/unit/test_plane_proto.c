@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The reduction kernels against a scalar reference, for every type and op,
  * with lengths that exercise the vector loops' tails; the bf16/fp16
  * conversions on their edge cases. */

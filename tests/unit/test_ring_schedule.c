@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The ring schedule, checked by simulation for every n up to 9: which
  * segment each rank owns, that neighbours agree on every step, that every
  * rank ends with every contribution to every segment exactly once, and

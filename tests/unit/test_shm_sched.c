@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The shared-memory transport's arithmetic: steps and pieces tile any
  * buffer exactly, on cache-line boundaries and inside the slots; the
  * segment's lines and slots never overlap; counters compare across the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
 #include <signal.h>
 

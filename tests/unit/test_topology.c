@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* Topology planning on hwloc XML fixtures (tests/data, made by
  * make_topologies.py) and on this machine.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* The benchmark's expected values against a direct simulation of the
  * all-reduce with the real kernels, for every type, op and n up to 9, and
  * the wrong-element count. */

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 /* A fresh folder for each test of code that reads real files:
  * tmp_dir_setup / tmp_dir_teardown as a suite's .init / .fini, and files
  * written into it with tmp_write. */
