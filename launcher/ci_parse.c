@@ -12,6 +12,7 @@
 
 #include "hostlist.h"
 #include "io.h"
+#include "quote.h"
 
 /* ---- messages ---- */
 
@@ -36,19 +37,7 @@ int ci_oom(struct ci_ctx *c)
 
 const char *ci_quote(struct ci_quoted *q, const char *s)
 {
-	size_t o = 0, i;
-
-	for (i = 0; s[i] && i < CI_QUOTE_MAX; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch < 0x20 || ch == 0x7f)
-			o += (size_t)snprintf(q->s + o, sizeof(q->s) - o, "\\x%02x", ch);
-		else
-			q->s[o++] = (char)ch;
-	}
-	if (s[i])
-		o += (size_t)snprintf(q->s + o, sizeof(q->s) - o, "...");
-	q->s[o] = '\0';
-	return q->s;
+	return quote_ctl(q->s, sizeof(q->s), s, CI_QUOTE_MAX);
 }
 
 void ci_name_it(char *what, const char *fmt, ...)

@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "cluster_info.h"
+#include "quote.h"
 
 #define CI_HOST_MAX 253     /* longest DNS name; also our cap for any address */
 #define CI_IFACE_MAX 15     /* IFNAMSIZ - 1 */
@@ -37,7 +38,7 @@ int ci_oom(struct ci_ctx *c);
 /* A value as it may appear in a one-line message: control bytes escaped (an
  * environment variable can hold a newline), long values cut. */
 struct ci_quoted {
-	char s[CI_QUOTE_MAX * 4 + sizeof("...")];    /* every byte may become \xNN */
+	char s[QUOTE_SIZE(CI_QUOTE_MAX)];
 };
 const char *ci_quote(struct ci_quoted *q, const char *s);
 

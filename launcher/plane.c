@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "cluster_info.h"
 #include "sock.h"
 
@@ -77,14 +78,6 @@ struct plane {
 	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
 };
 
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void say(const char *fmt, ...)
@@ -130,7 +123,7 @@ static struct conn *conn_new(struct plane *p, int fd, const char *peer)
 	c->p = p;
 	c->fd = fd;
 	c->node = -1;
-	c->born = c->last_rx = c->last_tx = now_s();
+	c->born = c->last_rx = c->last_tx = clock_mono();
 	snprintf(c->peer, sizeof(c->peer), "%s", peer);
 	c->ev_read = event_new(p->base, fd, EV_READ | EV_PERSIST, on_read, c);
 	c->ev_write = event_new(p->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
@@ -221,7 +214,7 @@ static void conn_flush(struct conn *c)
 		 * connection, and the peer's kernel would throw away what we
 		 * just sent: end our side, read until the peer closes. */
 		c->draining = true;
-		c->born = now_s();
+		c->born = clock_mono();
 		shutdown(c->fd, SHUT_WR);
 	}
 }
@@ -258,7 +251,7 @@ static void conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 	}
 	memcpy(c->out + c->out_len, frame, (size_t)n);
 	c->out_len += (size_t)n;
-	c->last_tx = now_s();
+	c->last_tx = clock_mono();
 	if (!c->connecting)
 		conn_flush(c);
 }
@@ -357,8 +350,7 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 	if (a->restart) {
 		struct plane_msg m = { .type = PLANE_RESTART, .code = p->coord.restarts,
 				       .delay_ms = (int)(p->coord.delay * 1000), .cause = p->coord.ended };
-		double whole, frac = modf(p->coord.delay, &whole);
-		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+		struct timeval tv = clock_tv(p->coord.delay);
 
 		chief_broadcast(p, &m, -1);
 		p->local_done = false;
@@ -436,7 +428,7 @@ static void chief_frame(struct conn *c, const unsigned char *frame, size_t len)
 	switch (m.type) {
 	case PLANE_FAIL:
 		snprintf(m.cause.host, sizeof(m.cause.host), "%s", host_of(p, c->node));
-		a = plane_coord_fail(&p->coord, c->node, &m.cause, now_s());
+		a = plane_coord_fail(&p->coord, c->node, &m.cause, clock_mono());
 		break;
 	case PLANE_STOP_REQ:
 		a = plane_coord_signal(&p->coord, c->node, m.sig, true);
@@ -534,8 +526,7 @@ static int chief_listen(struct plane *p, char *err, size_t errlen)
 	}
 	event_add(p->ev_accept, NULL);
 	{
-		double whole, frac = modf(p->cfg->join_timeout, &whole);
-		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+		struct timeval tv = clock_tv(p->cfg->join_timeout);
 		evtimer_add(p->ev_join, &tv);
 	}
 	return 0;
@@ -660,7 +651,7 @@ static void on_connected(struct conn *c)
 		return;
 	}
 	c->connecting = false;
-	c->born = c->last_rx = now_s();
+	c->born = c->last_rx = clock_mono();
 	c->p->mstate = M_HELLO;
 	event_del(c->ev_write);
 	event_add(c->ev_read, NULL);
@@ -717,7 +708,7 @@ static void on_retry(evutil_socket_t fd, short what, void *arg)
 
 static void schedule_retry(struct plane *p)
 {
-	double now = now_s(), whole, frac;
+	double now = clock_mono();
 	struct timeval tv;
 
 	if (p->ended)
@@ -729,8 +720,7 @@ static void schedule_retry(struct plane *p)
 		end(p, 2, NULL);
 		return;
 	}
-	frac = modf(p->retry_delay, &whole);
-	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	tv = clock_tv(p->retry_delay);
 	evtimer_add(p->ev_retry, &tv);
 	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
 }
@@ -803,7 +793,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	c->in_len += (size_t)n;
-	c->last_rx = now_s();
+	c->last_rx = clock_mono();
 	while (c->fd >= 0 && !c->p->ended) {
 		long len = plane_frame_len(c->in, c->in_len);
 
@@ -831,7 +821,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
-	double now = now_s();
+	double now = clock_mono();
 	char why[64];
 
 	bury(p);
@@ -867,7 +857,6 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 	       const struct plane_hooks *hooks, void *arg, char *err, size_t errlen)
 {
 	struct plane *p = calloc(1, sizeof(*p));
-	double whole, frac;
 	struct timeval tv;
 	int r;
 
@@ -892,8 +881,7 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	frac = modf(p->interval / 2, &whole);
-	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	tv = clock_tv(p->interval / 2);
 	event_add(p->ev_tick, &tv);
 	if (p->chief) {
 		p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
@@ -916,7 +904,7 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 			snprintf(err, errlen, "out of memory");
 			goto fail;
 		}
-		p->join_deadline = now_s() + cfg->join_timeout;
+		p->join_deadline = clock_mono() + cfg->join_timeout;
 		try_connect(p);
 	}
 	*pp = p;
@@ -936,7 +924,7 @@ void plane_local_fail(struct plane *p, const struct plane_cause *f)
 		struct plane_cause mine = *f;
 
 		snprintf(mine.host, sizeof(mine.host), "%s", host_of(p, 0));
-		a = plane_coord_fail(&p->coord, 0, &mine, now_s());
+		a = plane_coord_fail(&p->coord, 0, &mine, clock_mono());
 		apply(p, &a, NULL);
 	} else if (p->chief_conn && p->chief_conn->authed) {
 		conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_FAIL, .cause = *f });
@@ -988,7 +976,7 @@ void plane_local_done(struct plane *p, int code)
  * second passes), so that no reset throws our words away. */
 static void linger(struct plane *p)
 {
-	double deadline = now_s() + 1.0;
+	double deadline = clock_mono() + 1.0;
 	struct pollfd pf[64];
 	int n = 0;
 
@@ -997,14 +985,14 @@ static void linger(struct plane *p)
 			continue;
 		if (c->out_off < c->out_len)
 			(void)sock_send_all(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-					    sock_deadline_in(deadline - now_s()));
+					    sock_deadline_in(deadline - clock_mono()));
 		c->out_off = c->out_len;
 		shutdown(c->fd, SHUT_WR);
 		if (n < (int)(sizeof(pf) / sizeof(pf[0])) && (c->authed || c->draining))
 			pf[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
 	}
-	for (int open = n; open > 0 && now_s() < deadline;) {
-		int ms = (int)((deadline - now_s()) * 1000) + 1;
+	for (int open = n; open > 0 && clock_mono() < deadline;) {
+		int ms = (int)((deadline - clock_mono()) * 1000) + 1;
 
 		if (poll(pf, (nfds_t)n, ms) <= 0)
 			break;

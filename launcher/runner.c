@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "output.h"
 #include "procs.h"
 #include "spawn.h"
@@ -176,9 +177,7 @@ static void apply(struct runner *r, struct sup_actions a)
 		(void)procs_signal_descendants(r->self, a.signal_strays);
 	}
 	if (a.arm_timer) {
-		double whole;
-		double frac = modf(r->cfg->grace, &whole);
-		struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+		struct timeval tv = clock_tv(r->cfg->grace);
 		evtimer_add(r->timer, &tv);
 	} else if (a.arm_rescan) {
 		struct timeval tv = { 0, RESCAN_MS * 1000 };
@@ -619,7 +618,7 @@ static bool restart_alone(struct runner *r)
 {
 	const struct restart_policy *pol = r->cfg->restart;
 	struct plane_cause cause = { .kind = PLANE_CAUSE_NONE };
-	double delay, whole, frac;
+	double delay;
 	struct timeval tv;
 
 	if (!pol || r->sup.root_cause < 0)
@@ -629,8 +628,7 @@ static bool restart_alone(struct runner *r)
 		return false;
 	delay = restart_delay(pol, r->attempt);
 	begin_restart(r, r->attempt + 1, delay, &cause);
-	frac = modf(delay, &whole);
-	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	tv = clock_tv(delay);
 	evtimer_add(r->backoff, &tv);
 	return true;
 }
@@ -668,14 +666,13 @@ static void on_hang_check(evutil_socket_t fd, short what, void *arg)
 
 static void arm_hang_check(struct runner *r)
 {
-	double every = r->cfg->hang_timeout / 10, whole, frac;
+	double every = r->cfg->hang_timeout / 10;
 	struct timeval tv;
 
 	if (r->cfg->hang_timeout <= 0)
 		return;
 	every = every < 0.05 ? 0.05 : every > 1 ? 1 : every;
-	frac = modf(every, &whole);
-	tv = (struct timeval){ (time_t)whole, (suseconds_t)(frac * 1e6) };
+	tv = clock_tv(every);
 	event_add(r->hang_check, &tv);
 }
 
@@ -764,8 +761,7 @@ static void on_flush_deadline(evutil_socket_t fd, short what, void *arg)
  * for). */
 static void flush_out(struct runner *r, double limit)
 {
-	double whole, frac = modf(limit, &whole);
-	struct timeval tv = { (time_t)whole, (suseconds_t)(frac * 1e6) };
+	struct timeval tv = clock_tv(limit);
 
 	r->flushing = true;
 	r->give_up = false;

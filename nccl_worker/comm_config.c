@@ -14,6 +14,7 @@
 
 #include "comm_internal.h"
 #include "io.h"
+#include "quote.h"
 
 /* --- names --------------------------------------------------------------- */
 
@@ -67,23 +68,7 @@ int comm_op_parse(const char *s)
 
 const char *comm_shown(const char *s, char *buf, size_t len)
 {
-	size_t o = 0;
-
-	for (; *s && o + 5 < len; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (o >= 60) {
-			memcpy(buf + o, "...", 3);
-			o += 3;
-			break;
-		}
-		if (ch < 0x20 || ch == 0x7f)
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", ch);
-		else
-			buf[o++] = (char)ch;
-	}
-	buf[o] = '\0';
-	return buf;
+	return quote_ctl(buf, len, s, COMM_SHOWN_MAX);
 }
 
 static int cfg_err(char *err, size_t errlen, const char *fmt, ...)

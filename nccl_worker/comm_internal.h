@@ -136,7 +136,8 @@ int comm_take_abort(struct comm *c, int peer, const struct frame_hdr *h, const c
 void comm_say_bye(struct comm *c);
 
 /* A value as it may appear in a one-line message: control characters
- * escaped, cut at 60 characters (comm_config.c). */
+ * escaped, cut at COMM_SHOWN_MAX bytes. */
+#define COMM_SHOWN_MAX 60
 const char *comm_shown(const char *s, char *buf, size_t len);
 
 /* -ENOTCONN when broken (the error message is kept). */
