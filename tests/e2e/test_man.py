@@ -79,6 +79,17 @@ def nccl_worker_page_names_every_option_of_its_help():
 
 
 @case
+def slotrun_and_wrap_rank_pages_defer_to_no_other_document():
+    # the man pages are the whole manual: a user reading them installed has
+    # no source tree to be sent to
+    need_pages()
+    for page in ("slotrun", "wrap_rank"):
+        text = render(page)
+        for word in ("README", ".md"):
+            assert word not in text, f"{page}(1) sends the reader to {word}"
+
+
+@case
 def meson_install_puts_them_in_man1():
     need_pages()
     root = os.environ.get("BUILD_ROOT")
