@@ -156,7 +156,7 @@ at 16, 32 and 66 GB/s with SSE2, AVX2 and AVX-512.
 **Launch and containment.**  Launch includes reading the hwloc topology and
 starting three processes per worker (wrap_rank, its guard, the command).
 Process start-up itself varies a lot on this VM: the shell's 8 `/bin/true`
-took 41 ms on the day of the figures above and 4.8 ms on a day when slotrun's
+took 41 ms on 2026-11-23 (slotrun's launch: 111 ms) and 4.8 ms on a day when slotrun's
 launch measured 10.0 ms and mpirun's 51 ms.  Measured before and after the guard
 process in one session (sh: 37 ms): launch went from 83 to 113 ms, teardown from
 11.6 to 14.0 ms, and `--no-wrap` (now `wrap_rank --no-prefix` under slotrun)
@@ -169,8 +169,9 @@ lines of at most PIPE_BUF (4 KiB), so that ranks sharing a pipe never
 interleave within a line, while `cat` writes 128 KiB at a time, and three
 processes (cat, wrap_rank, cat) share the two cores against two.  An earlier
 run had wrap_rank at 1.72 GB/s, twice a `cat | cat` that ran at 0.86 GB/s then;
-built from before and after the containment work and run side by side,
-wrap_rank ran at 0.99 and 1.00 GB/s: the machine changed, not wrap_rank.
+on 2026-11-23, built from before and after the containment work and run side by
+side, wrap_rank ran at 0.99 and 1.00 GB/s and `cat | cat` at 2.18 and 2.04: the
+machine changed, not wrap_rank.
 
 **Training loop.**  `nccl_worker train` with two ranks, 4 MiB of gradients,
 50 steps, a per-slot batch of 2 (best of 3, load average 4.5): with
