@@ -78,18 +78,21 @@ struct plane {
 	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
 };
 
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const struct plane *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-static void say(const char *fmt, ...)
+/* Every line goes through the runner's stderr queue (the say hook): a
+ * blocking write here would stall the loop on an unread stderr. */
+static void say(const struct plane *p, const char *fmt, ...)
 {
 	char line[PLANE_TEXT_MAX + 64];
 	va_list ap;
+	int n;
 
+	n = snprintf(line, sizeof(line), "slotrun: ");
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "slotrun: %s\n", line);
-	fflush(stderr);
+	p->h->say(p->arg, line);
 }
 
 static const char *host_of(const struct plane *p, int node)
@@ -306,7 +309,7 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 
 		snprintf(m.text, sizeof(m.text), "%s", a->text);
 		if (a->first)
-			say("%s", a->text);
+			say(p, "%s", a->text);
 		/* every node that proved the secret hears why, the one that
 		 * joined now too (a duplicate, a late one) */
 		for (struct conn *c = p->conns; c; c = c->next)
@@ -336,7 +339,7 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 				char line[PLANE_TEXT_MAX];
 
 				plane_cause_line(&p->coord.cause, line, sizeof(line));
-				say("stopping this node's workers: %s", line);
+				say(p, "stopping this node's workers: %s", line);
 			}
 			p->h->stop(p->arg, a->stop_sig);
 		}
@@ -383,7 +386,7 @@ static void chief_join(struct conn *c, const unsigned char *frame, size_t len, c
 		struct plane_msg refuse = { .type = PLANE_REFUSE };
 
 		if (p->strangers_said++ < MAX_STRANGER_LINES)
-			say("a node at %s presented another job secret: not joined (SLOTRUN_JOB_SECRET "
+			say(p, "a node at %s presented another job secret: not joined (SLOTRUN_JOB_SECRET "
 			    "or --secret-file must be the same on every node)", c->peer);
 		snprintf(refuse.text, sizeof(refuse.text), "wrong job secret");
 		c->closing = true;
@@ -581,14 +584,14 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 	}
 	if (!c->authed) {
 		if (m.type == PLANE_REFUSE) {
-			say("the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
+			say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
 			    "(or --secret-file) on every node", host_of(p, 0), g->control_port);
 			end(p, 2, NULL);
 			return;
 		}
 		if (m.type != PLANE_WELCOME ||
 		    !plane_check_welcome(g->secret, c->nonce, c->peer_nonce, m.mac)) {
-			say("the listener at %s:%d did not prove it holds the job secret: is it this job's chief?",
+			say(p, "the listener at %s:%d did not prove it holds the job secret: is it this job's chief?",
 			    host_of(p, 0), g->control_port);
 			end(p, 2, NULL);
 			return;
@@ -612,7 +615,7 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 		}
 		return;
 	case PLANE_ABORT:
-		say("%s", m.text);
+		say(p, "%s", m.text);
 		end(p, m.code, NULL);
 		return;
 	case PLANE_STOP:
@@ -620,7 +623,7 @@ static void member_frame(struct conn *c, const unsigned char *frame, size_t len)
 			char line[PLANE_TEXT_MAX];
 
 			plane_cause_line(&m.cause, line, sizeof(line));
-			say("stopping this node's workers: %s", line);
+			say(p, "stopping this node's workers: %s", line);
 		}
 		p->h->stop(p->arg, m.sig);
 		return;
@@ -715,7 +718,7 @@ static void schedule_retry(struct plane *p)
 		return;
 	p->mstate = M_CONNECTING;
 	if (now + p->retry_delay > p->join_deadline) {
-		say("could not join the chief at %s:%d within %g s: %s", host_of(p, 0), p->cfg->control_port,
+		say(p, "could not join the chief at %s:%d within %g s: %s", host_of(p, 0), p->cfg->control_port,
 		    p->cfg->join_timeout, p->connect_err[0] ? p->connect_err : "no answer");
 		end(p, 2, NULL);
 		return;
@@ -736,11 +739,11 @@ static void chief_gone(struct plane *p, const char *why)
 	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "%s", why);
 	plane_cause_line(&p->chief_lost, line, sizeof(line));
 	if (!p->ever_started) {
-		say("%s before the job started", line);
+		say(p, "%s before the job started", line);
 		end(p, 2, NULL);
 		return;
 	}
-	say("stopping this node's workers: %s", line);
+	say(p, "stopping this node's workers: %s", line);
 	p->h->stop(p->arg, 0);
 	if (p->local_done)
 		end(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
@@ -949,7 +952,7 @@ void plane_local_signal(struct plane *p, int sig, bool stops)
 	}
 	if (stops && p->mstate != M_RUNNING) {
 		/* not in the job yet: nothing started, nothing to tell */
-		say("stopped by SIG%s before the job started", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+		say(p, "stopped by SIG%s before the job started", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 		end(p, 128 + sig, NULL);
 	}
 }

@@ -59,6 +59,11 @@ struct plane_hooks {
 	 * job's root cause (kind NONE on success, or when aborted before the
 	 * start, in which case the plane has printed the reason). */
 	void (*end)(void *arg, int code, const struct plane_cause *cause);
+	/* One line for slotrun's stderr ("slotrun: ...", no newline).  It must
+	 * not block: the runner queues it behind what is already queued, so
+	 * an unread stderr never stalls the plane and no line overtakes
+	 * another. */
+	void (*say)(void *arg, const char *line);
 };
 
 struct plane;
