@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The job plane: the slotruns of one multi-node job, joined on the chief's
  * control port, so that a job runs whole or stops whole (docs/job-plane.md).  The
- * decisions are plane_proto.c's; this file carries them over TCP on the
- * runner's libevent loop.
+ * decisions are plane_proto.c's; plane.c carries them over TCP on the
+ * runner's libevent loop, through plane_conn.c (the connections),
+ * plane_chief.c (the chief's side) and plane_member.c (another node's).
  *
  * Contract for the runner: nothing starts until the start hook; the stop,
  * signal and end hooks come from other nodes (or the chief's decision); the
