@@ -209,10 +209,9 @@ static void take_frames(struct conn *c)
 		if (len == 0)
 			return;
 		if (len < 0) {
-			if (c->authed)
-				plane_conn_lost(c, "it sent a malformed message");
-			else
-				plane_conn_drop(c);
+			/* lost, also before the handshake: a node must try its
+			 * chief again (the chief drops a stranger alike) */
+			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}
 		c->p->side->frame(c, c->in, (size_t)len);
