@@ -5,6 +5,7 @@
 #include "plane.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

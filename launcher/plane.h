@@ -58,7 +58,7 @@ struct plane_hooks {
 	void (*restart)(void *arg, int attempt, double delay, const struct plane_cause *cause);
 	/* The job is over (or will not start): exit with code.  cause is the
 	 * job's root cause (kind NONE on success, or when aborted before the
-	 * start, in which case the plane has printed the reason). */
+	 * start, in which case the plane has said the reason through say). */
 	void (*end)(void *arg, int code, const struct plane_cause *cause);
 	/* One line for slotrun's stderr ("slotrun: ...", no newline).  It must
 	 * not block: the runner queues it behind what is already queued, so

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
