@@ -2,11 +2,12 @@
 """The job plane's own lines and a stderr nobody reads.
 
 One node's slotrun writes its stderr into a pipe that the test fills and
-then holds without reading.  The plane then has something to say on that
-node (a failure on another node, a lost node): the node must go on all the
-same, stop its workers, take part in the end of the job, and wait for its
-reader only in the final flush.  When the test reads again, slotrun's lines
-come whole and in order: the plane's line before the summary.
+then holds without reading.  Then something happens elsewhere that the
+plane must act on there, and mostly say there too (a failure on another
+node, a stop, a lost node): the node must go on all the same, stop its
+workers, take part in the end of the job, and wait for its reader only in
+the final flush.  When the test reads again, slotrun's lines come whole
+and in order: the plane's line before the summary.
 
 Three nodes of netns.Cluster, node i with ranks 2i and 2i+1; every wait has
 a deadline and every slotrun is killed on the way out."""
@@ -125,6 +126,22 @@ def a_failure_elsewhere_while_a_member_s_stderr_is_unread():
         assert code == 4, f"exit {code}\n{own}"
         in_order(own, "slotrun: stopping this node's workers: rank 5 on node 2 (10.213.0.3) exit 4",
                  "job failed: rank 5 on node 2 (10.213.0.3) exit 4")
+        job.assert_nothing_left()
+
+
+@case
+def a_stop_elsewhere_while_a_member_s_stderr_is_unread():
+    with job_on(3, "pt", HeldJob) as job:
+        job.start(0)
+        job.start(1, held=True, grace=HELD_GRACE)
+        job.start(2)
+        job.ready(range(3))
+        job.procs[2].signal(signal.SIGTERM)
+        job.expect_exit([143, 143], [0, 2], timeout=30)
+        job.workers_gone(1, 10)
+        own, code = job.read_held(1, 30)
+        assert code == 143, f"exit {code}\n{own}"
+        assert "job stopped: SIGTERM to node 2 (10.213.0.3)" in own, own
         job.assert_nothing_left()
 
 
