@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* The job plane: the slotruns of one multi-node job, joined on the chief's
  * control port, so that a job runs whole or stops whole (docs/job-plane.md).  The
- * decisions are plane_proto.c's; this file carries them over TCP on the
- * runner's libevent loop.
+ * decisions are plane_proto.c's; plane.c carries them over TCP on the
+ * runner's libevent loop, through plane_conn.c (the connections),
+ * plane_chief.c (the chief's side) and plane_member.c (another node's).
  *
  * Contract for the runner: nothing starts until the start hook; the stop,
  * signal and end hooks come from other nodes (or the chief's decision); the
@@ -57,8 +58,13 @@ struct plane_hooks {
 	void (*restart)(void *arg, int attempt, double delay, const struct plane_cause *cause);
 	/* The job is over (or will not start): exit with code.  cause is the
 	 * job's root cause (kind NONE on success, or when aborted before the
-	 * start, in which case the plane has printed the reason). */
+	 * start, in which case the plane has said the reason through say). */
 	void (*end)(void *arg, int code, const struct plane_cause *cause);
+	/* One line for slotrun's stderr ("slotrun: ...", no newline).  It must
+	 * not block: the runner queues it behind what is already queued, so
+	 * an unread stderr never stalls the plane and no line overtakes
+	 * another. */
+	void (*say)(void *arg, const char *line);
 };
 
 struct plane;

@@ -31,16 +31,14 @@
 #include <stdint.h>
 
 #include "auth.h"
+#include "plane_cause.h"
 
 struct restart_policy;
 
 #define PLANE_MAGIC "slotrun-plane/1"   /* with its NUL: 16 bytes on the wire */
 #define PLANE_MAGIC_LEN 16
 #define PLANE_MAX_FRAME 32768           /* type + payload */
-#define PLANE_HOST_MAX 256
 #define PLANE_VERSION_MAX 64
-#define PLANE_TEXT_MAX 1024
-#define PLANE_TAIL_MAX 8192
 
 enum plane_type {
 	PLANE_CHAL = 1,   /* chief -> node: magic, nonce */
@@ -67,26 +65,6 @@ struct plane_join {
 	int max_restarts;
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
-};
-
-enum plane_cause_kind {
-	PLANE_CAUSE_NONE,    /* nothing failed */
-	PLANE_CAUSE_RANK,    /* a worker failed */
-	PLANE_CAUSE_SIGNAL,  /* a node's slotrun was told to stop */
-	PLANE_CAUSE_LOST,    /* a node went silent or away */
-};
-
-/* The job's root cause as every node reports it. */
-struct plane_cause {
-	enum plane_cause_kind kind;
-	int node;
-	int rank;                /* RANK: the global rank */
-	int code;                /* RANK: exit code or 128+N; SIGNAL: the signal */
-	int64_t when_ms;         /* RANK: wall-clock time of the exit, ms since the epoch */
-	int64_t after_ms;        /* RANK: ms from that node's start to the exit */
-	char host[PLANE_HOST_MAX];
-	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why */
-	char tail[PLANE_TAIL_MAX];  /* RANK: its last stderr lines, '\n'-separated */
 };
 
 struct plane_msg {

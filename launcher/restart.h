@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "plane_proto.h"
+#include "plane_cause.h"
 
 #define RESTART_MAX 10000
 #define RESTART_DEFAULT_DELAY 1.0

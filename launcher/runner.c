@@ -955,9 +955,14 @@ static void plane_restart(void *arg, int attempt, double delay, const struct pla
 	begin_restart(arg, attempt, delay, cause);
 }
 
+static void plane_say(void *arg, const char *line)
+{
+	note(arg, "%s", line);
+}
+
 static const struct plane_hooks plane_hooks = {
 	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
-	.end = plane_end,
+	.end = plane_end, .say = plane_say,
 };
 
 int runner_run(const struct runner_cfg *c)

@@ -640,4 +640,88 @@ Test(plane_codec, restart_survives_the_wire)
 	m.code = 0;
 	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
 		     "attempt 0 is never a restart");
+	leak_check();
+}
+
+/* ---- What a coordinator holds, from init to free ----
+ * The fixtures above keep theirs in a global, where a leak would look
+ * reachable: these make and free their own inside the test. */
+
+static struct plane_acts join_on(struct plane_coord *c, int node, int slots)
+{
+	struct plane_join j = sample_join();
+
+	j.node_rank = node;
+	j.slots = slots;
+	strcpy(j.host, addrs3[node]);
+	return plane_coord_join(c, &j);
+}
+
+LEAK_TEST(plane_coord_memory, a_whole_job_from_join_to_end)
+{
+	struct plane_coord c;
+	struct plane_cause f = rank_fail(3, 4);
+	struct plane_acts a;
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	join_on(&c, 1, 2);
+	cr_assert(join_on(&c, 2, 2).start);
+	plane_coord_signal(&c, 2, SIGUSR1, false);
+	cr_assert(plane_coord_fail(&c, 1, &f, 1.0).stop);
+	plane_coord_lost(&c, 2, "connection closed");
+	plane_coord_done(&c, 0, 143);
+	a = plane_coord_done(&c, 1, 4);
+	cr_assert(a.end);
+	cr_assert_eq(c.code, 4);
+	plane_coord_free(&c);
+}
+
+LEAK_TEST(plane_coord_memory, joins_that_abort)
+{
+	struct plane_coord c;
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	cr_assert(join_on(&c, 2, 3).abort);
+	cr_assert(join_on(&c, 1, 2).abort);
+	plane_coord_free(&c);
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	join_on(&c, 1, 2);
+	cr_assert(join_on(&c, 1, 2).abort, "twice");
+	plane_coord_free(&c);
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	cr_assert(plane_coord_join_timeout(&c).exit);
+	plane_coord_free(&c);
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	cr_assert(plane_coord_signal(&c, 0, SIGTERM, true).abort);
+	plane_coord_free(&c);
+}
+
+LEAK_TEST(plane_coord_memory, restarts_up_to_the_limit)
+{
+	struct restart_policy rp;
+	struct plane_coord_cfg rc = cfg3;
+	struct plane_coord c;
+	struct plane_acts a = { 0 };
+
+	restart_init(&rp);
+	rp.max_restarts = 2;
+	rc.restart = &rp;
+	cr_assert_eq(plane_coord_init(&c, &rc), 0);
+	join_on(&c, 1, 2);
+	cr_assert(join_on(&c, 2, 2).start);
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct plane_cause f = rank_fail(5, 1);
+
+		f.when_ms = 1000; /* it ran: a rank that never started is not restarted */
+		plane_coord_fail(&c, 2, &f, attempt);
+		for (int k = 0; k < 3; k++)
+			a = plane_coord_done(&c, k, k == 2 ? 1 : 143);
+		if (a.restart)
+			cr_assert(plane_coord_restart_now(&c).start);
+	}
+	cr_assert(a.end, "the third failure is past the limit");
+	plane_coord_free(&c);
 }

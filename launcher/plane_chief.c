@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+#include "plane_chief.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "plane_conn.h"
+#include "sock.h"
+
+/* Said at most this many times: a port scan must not flood stderr. */
+#define MAX_STRANGER_LINES 5
+
+static void broadcast(struct plane *p, const struct plane_msg *m, int except)
+{
+	for (int k = 1; k < p->cfg->nnodes; k++)
+		if (k != except && p->by_node[k])
+			plane_conn_send(p->by_node[k], m);
+}
+
+/* Every node that proved the secret hears why the job will not start, the
+ * one that joined now (extra) too: a duplicate, a late one. */
+static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *extra)
+{
+	struct plane_msg m = { .type = PLANE_ABORT, .code = a->code };
+
+	snprintf(m.text, sizeof(m.text), "%s", a->text);
+	if (a->first)
+		plane_say(p, "%s", a->text);
+	for (struct conn *c = p->conns; c; c = c->next)
+		if ((c->authed || c == extra) && !c->told) {
+			c->told = true;
+			c->closing = true;
+			plane_conn_send(c, &m);
+		}
+}
+
+/* The other nodes stop; ours too unless the stop came from here. */
+static void do_stop(struct plane *p, const struct plane_acts *a)
+{
+	struct plane_msg m = { .type = PLANE_STOP, .sig = a->stop_sig, .node = a->origin,
+			       .cause = p->coord.cause };
+
+	broadcast(p, &m, a->origin);
+	if (a->origin == 0)
+		return;
+	if (!a->stop_sig) {
+		char line[PLANE_TEXT_MAX];
+
+		plane_cause_line(&p->coord.cause, line, sizeof(line));
+		plane_say(p, "stopping this node's workers: %s", line);
+	}
+	p->h->stop(p->arg, a->stop_sig);
+}
+
+static void do_signal(struct plane *p, const struct plane_acts *a)
+{
+	broadcast(p, &(struct plane_msg){ .type = PLANE_SIGNAL, .sig = a->signal, .node = a->origin },
+		  a->origin);
+	if (a->origin != 0)
+		p->h->signal(p->arg, a->signal);
+}
+
+/* Every node's workers are gone: all wait the delay, then the next START. */
+static void do_restart(struct plane *p)
+{
+	struct plane_msg m = { .type = PLANE_RESTART, .code = p->coord.restarts,
+			       .delay_ms = (int)(p->coord.delay * 1000), .cause = p->coord.ended };
+	struct timeval tv = clock_tv(p->coord.delay);
+
+	broadcast(p, &m, -1);
+	p->local_done = false;
+	p->h->restart(p->arg, p->coord.restarts, p->coord.delay, &p->coord.ended);
+	evtimer_add(p->ev_restart, &tv);
+}
+
+/* Carries out what the coordinator decided, in plane_acts' order. */
+static void apply(struct plane *p, const struct plane_acts *a, struct conn *extra)
+{
+	if (a->abort)
+		do_abort(p, a, extra);
+	if (a->exit) {
+		plane_end_job(p, a->code, NULL);
+		return;
+	}
+	if (a->abort)
+		return;
+	if (a->start) {
+		broadcast(p, &(struct plane_msg){ .type = PLANE_START }, -1);
+		p->h->start(p->arg);
+	}
+	if (a->stop)
+		do_stop(p, a);
+	if (a->signal)
+		do_signal(p, a);
+	if (a->restart)
+		do_restart(p);
+	if (a->end) {
+		broadcast(p, &(struct plane_msg){ .type = PLANE_END, .code = p->coord.code, .cause = p->coord.cause },
+			  -1);
+		plane_end_job(p, p->coord.code, &p->coord.cause);
+	}
+}
+
+/* A JOIN on a connection that has not proved the secret yet. */
+static void join(struct conn *c, const unsigned char *frame, size_t len, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	struct plane_msg welcome = { .type = PLANE_WELCOME };
+	struct plane_acts a;
+
+	if (!plane_check_join(p->cfg->secret, c->nonce, frame, len, m)) {
+		struct plane_msg refuse = { .type = PLANE_REFUSE };
+
+		if (p->strangers_said++ < MAX_STRANGER_LINES)
+			plane_say(p, "a node at %s presented another job secret: not joined (SLOTRUN_JOB_SECRET "
+				  "or --secret-file must be the same on every node)", c->peer);
+		snprintf(refuse.text, sizeof(refuse.text), "wrong job secret");
+		c->closing = true;
+		plane_conn_send(c, &refuse);
+		return;
+	}
+	c->authed = true;
+	p->npending--;
+	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
+	plane_conn_send(c, &welcome);
+	a = plane_coord_join(&p->coord, &m->join);
+	if (!a.abort) {
+		c->node = m->join.node_rank; /* in range: plane_coord_join checked */
+		p->by_node[c->node] = c;
+		plane_learn_host(p, c->node, m->join.host[0] ? m->join.host : c->peer);
+	}
+	apply(p, &a, c);
+}
+
+static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
+{
+	struct plane *p = c->p;
+	struct plane_msg m;
+	struct plane_acts a = { .origin = -1 };
+
+	if (plane_decode(frame, len, &m) < 0) {
+		if (c->authed)
+			plane_conn_lost(c, "it sent a malformed message");
+		else
+			plane_conn_drop(c);
+		return;
+	}
+	if (!c->authed) {
+		if (m.type == PLANE_JOIN)
+			join(c, frame, len, &m);
+		else
+			plane_conn_drop(c);
+		return;
+	}
+	if (c->node < 0) /* a refused duplicate: it only waits for its ABORT */
+		return;
+	switch (m.type) {
+	case PLANE_FAIL:
+		snprintf(m.cause.host, sizeof(m.cause.host), "%s", plane_host(p, c->node));
+		a = plane_coord_fail(&p->coord, c->node, &m.cause, clock_mono());
+		break;
+	case PLANE_STOP_REQ:
+		a = plane_coord_signal(&p->coord, c->node, m.sig, true);
+		break;
+	case PLANE_SIGNAL_REQ:
+		a = plane_coord_signal(&p->coord, c->node, m.sig, false);
+		break;
+	case PLANE_DONE:
+		a = plane_coord_done(&p->coord, c->node, m.code);
+		break;
+	case PLANE_PING:
+		break;
+	default:
+		plane_conn_lost(c, "it sent a message out of turn");
+		return;
+	}
+	apply(p, &a, NULL);
+}
+
+static void on_dropped(struct conn *c)
+{
+	struct plane *p = c->p;
+
+	if (!c->authed)
+		p->npending--;
+	if (c->node >= 0 && p->by_node[c->node] == c)
+		p->by_node[c->node] = NULL;
+}
+
+static void on_lost(struct conn *c, const char *why)
+{
+	struct plane_acts a;
+
+	if (!c->authed || c->node < 0)
+		return;
+	a = plane_coord_lost(&c->p->coord, c->node, why);
+	apply(c->p, &a, NULL);
+}
+
+static void on_connected(struct conn *c, int err)
+{
+	(void)c;
+	(void)err; /* the chief connects to nobody */
+}
+
+const struct plane_side plane_chief_side = {
+	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
+};
+
+/* A new connection: it gets our nonce and has PLANE_AUTH_DEADLINE to
+ * answer it.  0, or -ENOMEM (fd closed). */
+static int challenge(struct plane *p, int fd, const struct sockaddr *sa)
+{
+	struct plane_msg chal = { .type = PLANE_CHAL };
+	char peer[64] = "?";
+	struct conn *c;
+
+	sock_addr_host(sa, peer, sizeof(peer));
+	(void)sock_tune(fd, 0);
+	c = plane_conn_new(p, fd, peer);
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	p->npending++;
+	auth_nonce(c->nonce);
+	event_add(c->ev_read, NULL);
+	memcpy(chal.nonce, c->nonce, AUTH_NONCE_LEN);
+	plane_conn_send(c, &chal);
+	return 0;
+}
+
+static void on_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	int fd;
+
+	while ((fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		/* The cap on connections that have not proved the secret:
+		 * the newest waits its turn in the backlog no more. */
+		if (p->npending >= PLANE_MAX_PENDING || p->ended)
+			close(fd);
+		else if (challenge(p, fd, (struct sockaddr *)&ss) < 0)
+			return;
+		sl = sizeof(ss);
+	}
+}
+
+static void on_restart_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct plane_acts a = plane_coord_restart_now(&p->coord);
+
+	apply(p, &a, NULL);
+}
+
+static void on_join_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct plane_acts a = plane_coord_join_timeout(&p->coord);
+
+	apply(p, &a, NULL);
+}
+
+static int listen_on_port(struct plane *p, char *err, size_t errlen)
+{
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_addr = IN6ADDR_ANY_INIT,
+				   .sin6_port = htons((uint16_t)p->cfg->control_port) };
+	struct sockaddr_in a4 = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY),
+				  .sin_port = htons((uint16_t)p->cfg->control_port) };
+	int r;
+
+	/* Dual-stack where IPv6 exists, else IPv4 alone. */
+	r = sock_listen((struct sockaddr *)&a6, sizeof(a6), 64, 0, &p->lfd);
+	if (r == -EAFNOSUPPORT || r == -EADDRNOTAVAIL)
+		r = sock_listen((struct sockaddr *)&a4, sizeof(a4), 64, 0, &p->lfd);
+	if (r < 0)
+		snprintf(err, errlen, "cannot listen on the control port %d: %s%s", p->cfg->control_port,
+			 strerror(-r), r == -EADDRINUSE ? " (choose another with --control-port)" : "");
+	return r;
+}
+
+int plane_chief_open(struct plane *p, char *err, size_t errlen)
+{
+	const struct plane_cfg *cfg = p->cfg;
+	struct timeval tv = clock_tv(cfg->join_timeout);
+	int r;
+
+	p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
+					    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
+					    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
+					    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
+	p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
+	if (!p->by_node || plane_coord_init(&p->coord, &p->ccfg) < 0) {
+		free(p->by_node);
+		p->by_node = NULL;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	r = listen_on_port(p, err, errlen);
+	if (r < 0)
+		return r;
+	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
+	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
+	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
+	if (!p->ev_accept || !p->ev_join || !p->ev_restart) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	event_add(p->ev_accept, NULL);
+	evtimer_add(p->ev_join, &tv);
+	return 0;
+}
+
+void plane_chief_local_fail(struct plane *p, const struct plane_cause *f)
+{
+	struct plane_cause mine = *f;
+	struct plane_acts a;
+
+	snprintf(mine.host, sizeof(mine.host), "%s", plane_host(p, 0));
+	a = plane_coord_fail(&p->coord, 0, &mine, clock_mono());
+	apply(p, &a, NULL);
+}
+
+void plane_chief_local_signal(struct plane *p, int sig, bool stops)
+{
+	struct plane_acts a = plane_coord_signal(&p->coord, 0, sig, stops);
+
+	apply(p, &a, NULL);
+}
+
+void plane_chief_local_done(struct plane *p, int code)
+{
+	struct plane_acts a = plane_coord_done(&p->coord, 0, code);
+
+	apply(p, &a, NULL);
+}
+
+void plane_chief_close(struct plane *p)
+{
+	if (p->ev_accept)
+		event_free(p->ev_accept);
+	if (p->ev_join)
+		event_free(p->ev_join);
+	if (p->ev_restart)
+		event_free(p->ev_restart);
+	if (p->lfd >= 0)
+		close(p->lfd);
+	if (p->by_node)
+		plane_coord_free(&p->coord);
+	free(p->by_node);
+}

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+#include "plane_conn.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "sock.h"
+
+/* A peer that stops reading gets this much queued before it counts as lost. */
+#define OUT_MAX (1 << 20)
+
+static void on_read(evutil_socket_t fd, short what, void *arg);
+static void on_write(evutil_socket_t fd, short what, void *arg);
+
+struct conn *plane_conn_new(struct plane *p, int fd, const char *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->p = p;
+	c->fd = fd;
+	c->node = -1;
+	c->born = c->last_rx = c->last_tx = clock_mono();
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->ev_read = event_new(p->base, fd, EV_READ | EV_PERSIST, on_read, c);
+	c->ev_write = event_new(p->base, fd, EV_WRITE | EV_PERSIST, on_write, c);
+	if (!c->ev_read || !c->ev_write) {
+		if (c->ev_read)
+			event_free(c->ev_read);
+		if (c->ev_write)
+			event_free(c->ev_write);
+		free(c);
+		return NULL;
+	}
+	c->next = p->conns;
+	p->conns = c;
+	return c;
+}
+
+void plane_conn_drop(struct conn *c)
+{
+	struct plane *p = c->p;
+
+	if (c->fd < 0)
+		return;
+	event_del(c->ev_read);
+	event_del(c->ev_write);
+	close(c->fd);
+	c->fd = -1;
+	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	p->side->dropped(c);
+	c->next = p->dead;
+	p->dead = c;
+}
+
+static void conn_free(struct conn *c)
+{
+	event_free(c->ev_read);
+	event_free(c->ev_write);
+	free(c->out);
+	free(c);
+}
+
+static void bury(struct plane *p)
+{
+	while (p->dead) {
+		struct conn *c = p->dead;
+		p->dead = c->next;
+		conn_free(c);
+	}
+}
+
+void plane_conn_lost(struct conn *c, const char *why)
+{
+	plane_conn_drop(c);
+	if (!c->p->ended)
+		c->p->side->lost(c, why);
+}
+
+/* Writes what the socket takes now; the rest waits for EV_WRITE. */
+static void conn_flush(struct conn *c)
+{
+	while (c->fd >= 0 && c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			c->out_off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			event_add(c->ev_write, NULL);
+			return;
+		}
+		plane_conn_lost(c, "connection closed");
+		return;
+	}
+	if (c->fd < 0)
+		return;
+	c->out_off = c->out_len = 0;
+	event_del(c->ev_write);
+	if (c->closing && !c->draining) {
+		/* A close with unread bytes in our queue would reset the
+		 * connection, and the peer's kernel would throw away what we
+		 * just sent: end our side, read until the peer closes. */
+		c->draining = true;
+		c->born = clock_mono();
+		shutdown(c->fd, SHUT_WR);
+	}
+}
+
+/* Room for n more bytes in c->out: 0, or -ENOMEM. */
+static int out_room(struct conn *c, size_t n)
+{
+	size_t cap = c->out_cap ? c->out_cap : 4096;
+	unsigned char *b;
+
+	if (c->out_len + n <= c->out_cap)
+		return 0;
+	if (c->out_off > 0) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+	}
+	while (cap < c->out_len + n)
+		cap *= 2;
+	if (cap == c->out_cap)
+		return 0;
+	b = realloc(c->out, cap);
+	if (!b)
+		return -ENOMEM;
+	c->out = b;
+	c->out_cap = cap;
+	return 0;
+}
+
+void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
+{
+	if (c->fd < 0)
+		return;
+	if (c->out_len - c->out_off + n > OUT_MAX) {
+		plane_conn_lost(c, "it stopped reading");
+		return;
+	}
+	if (out_room(c, n) < 0) {
+		plane_conn_lost(c, "out of memory");
+		return;
+	}
+	memcpy(c->out + c->out_len, frame, n);
+	c->out_len += n;
+	c->last_tx = clock_mono();
+	if (!c->connecting)
+		conn_flush(c);
+}
+
+void plane_conn_send(struct conn *c, const struct plane_msg *m)
+{
+	unsigned char frame[4 + PLANE_MAX_FRAME];
+	int n = plane_encode(m, frame, sizeof(frame));
+
+	if (n > 0) /* our own fields are bounded: it always fits */
+		plane_conn_queue(c, frame, (size_t)n);
+}
+
+/* connect(2) finished: its outcome goes to the side. */
+static void on_connected(struct conn *c)
+{
+	int e = 0;
+	socklen_t el = sizeof(e);
+
+	if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		e = errno;
+	if (!e) {
+		c->connecting = false;
+		c->born = c->last_rx = clock_mono();
+		event_del(c->ev_write);
+		event_add(c->ev_read, NULL);
+	}
+	c->p->side->connected(c, e);
+}
+
+static void on_write(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->connecting)
+		on_connected(c);
+	else
+		conn_flush(c);
+}
+
+/* Hands every whole frame in c->in to the side, keeps the rest. */
+static void take_frames(struct conn *c)
+{
+	while (c->fd >= 0 && !c->p->ended) {
+		long len = plane_frame_len(c->in, c->in_len);
+
+		if (len == 0)
+			return;
+		if (len < 0) {
+			/* lost, also before the handshake: a node must try its
+			 * chief again (the chief drops a stranger alike) */
+			plane_conn_lost(c, "it sent a malformed message");
+			return;
+		}
+		c->p->side->frame(c, c->in, (size_t)len);
+		if (c->fd < 0)
+			return;
+		memmove(c->in, c->in + len, c->in_len - (size_t)len);
+		c->in_len -= (size_t)len;
+	}
+}
+
+static void on_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	ssize_t n;
+
+	if (c->connecting)
+		return;
+	if (c->draining) {
+		unsigned char sink[4096];
+
+		n = read(c->fd, sink, sizeof(sink));
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			plane_conn_drop(c);
+		return;
+	}
+	n = read(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		plane_conn_lost(c, n == 0 ? "connection closed" : strerror(errno));
+		return;
+	}
+	c->in_len += (size_t)n;
+	c->last_rx = clock_mono();
+	take_frames(c);
+}
+
+/* One connection's deadlines at now: a drain or a handshake that took too
+ * long, a peer silent too long; and our heartbeat when it is due. */
+static void check(struct conn *c, double now, const char *silent)
+{
+	struct plane *p = c->p;
+
+	if (c->fd < 0 || c->connecting)
+		return;
+	if (c->draining) {
+		if (now - c->born > PLANE_AUTH_DEADLINE)
+			plane_conn_drop(c);
+		return;
+	}
+	if (!c->authed) {
+		if (now - c->born > PLANE_AUTH_DEADLINE)
+			plane_conn_lost(c, "no answer to the handshake");
+		return;
+	}
+	if (c->closing || (p->chief && c->node < 0)) /* told, or a refused duplicate */
+		return;
+	if (now - c->last_rx > p->cfg->hb_timeout) {
+		plane_conn_lost(c, silent);
+		return;
+	}
+	if (now - c->last_tx >= p->interval * 0.95)
+		plane_conn_send(c, &(struct plane_msg){ .type = PLANE_PING });
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	double now = clock_mono();
+	char silent[64];
+
+	bury(p);
+	snprintf(silent, sizeof(silent), "no heartbeat for %g s", p->cfg->hb_timeout);
+	/* (a loss may close others, this one's next too: closed ones link
+	 * only to closed ones) */
+	for (struct conn *c = p->conns, *next; c && !p->ended; c = next) {
+		next = c->next;
+		check(c, now, silent);
+	}
+}
+
+int plane_conn_start_tick(struct plane *p)
+{
+	struct timeval tv = clock_tv(p->interval / 2);
+
+	p->ev_tick = event_new(p->base, -1, EV_PERSIST, on_tick, p);
+	if (!p->ev_tick)
+		return -ENOMEM;
+	event_add(p->ev_tick, &tv);
+	return 0;
+}
+
+static void linger(struct plane *p)
+{
+	double deadline = clock_mono() + 1.0;
+	struct pollfd pf[64];
+	int n = 0;
+
+	for (struct conn *c = p->conns; c; c = c->next) {
+		if (c->fd < 0 || c->connecting)
+			continue;
+		if (c->out_off < c->out_len)
+			(void)sock_send_all(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+					    sock_deadline_in(deadline - clock_mono()));
+		c->out_off = c->out_len;
+		shutdown(c->fd, SHUT_WR);
+		if (n < (int)(sizeof(pf) / sizeof(pf[0])) && (c->authed || c->draining))
+			pf[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
+	}
+	for (int open = n; open > 0 && clock_mono() < deadline;) {
+		int ms = (int)((deadline - clock_mono()) * 1000) + 1;
+
+		if (poll(pf, (nfds_t)n, ms) <= 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			unsigned char sink[4096];
+			ssize_t got;
+
+			if (pf[i].fd < 0 || !pf[i].revents)
+				continue;
+			got = read(pf[i].fd, sink, sizeof(sink));
+			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+				pf[i].fd = -1;
+				open--;
+			}
+		}
+	}
+}
+
+void plane_conn_close_all(struct plane *p)
+{
+	linger(p);
+	while (p->conns)
+		plane_conn_drop(p->conns);
+	bury(p);
+	if (p->ev_tick)
+		event_free(p->ev_tick);
+	p->ev_tick = NULL;
+}

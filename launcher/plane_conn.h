@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+/* The job plane's connections: framing in, a queue out that never blocks
+ * the loop, heartbeats both ways, silence and handshake deadlines, and the
+ * last words at close.  What a frame means is the side's (plane_side);
+ * this layer only measures frames and says when a connection is lost. */
+#ifndef SLOTRUN_PLANE_CONN_H
+#define SLOTRUN_PLANE_CONN_H
+
+#include <event2/event.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "auth.h"
+#include "plane_int.h"
+#include "plane_proto.h"
+
+struct conn {
+	struct plane *p;
+	int fd;
+	struct event *ev_read, *ev_write;
+	bool connecting;          /* node: connect(2) in progress */
+	bool authed;              /* proved the secret (both ways, on a node) */
+	bool closing;             /* drop once out is flushed */
+	bool told;                /* chief: sent ABORT */
+	bool draining;            /* our side is shut: read until EOF, then drop */
+	int node;                 /* chief: the node it joined as, or -1 */
+	double born, last_rx, last_tx;
+	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
+	unsigned char peer_nonce[AUTH_NONCE_LEN];  /* node: the chief's, until WELCOME */
+	char peer[64];
+	unsigned char in[4 + PLANE_MAX_FRAME];
+	size_t in_len;
+	unsigned char *out;
+	size_t out_off, out_len, out_cap;
+	struct conn *next;
+};
+
+/* A connection on fd (non-blocking, CLOEXEC), linked into p->conns; its
+ * events are made but not added.  NULL when out of memory (fd is the
+ * caller's then). */
+struct conn *plane_conn_new(struct plane *p, int fd, const char *peer);
+
+/* Closes at once and tells the side (dropped); the memory lives until the
+ * next tick, since the caller may still be inside one of its callbacks.
+ * Again is fine. */
+void plane_conn_drop(struct conn *c);
+
+/* Drops c and, unless the job has ended, tells the side it is lost. */
+void plane_conn_lost(struct conn *c, const char *why);
+
+/* Queues one frame (or message) and writes what the socket takes now; a
+ * peer that lets too much pile up is lost.  On a closed c: nothing. */
+void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n);
+void plane_conn_send(struct conn *c, const struct plane_msg *m);
+
+/* The heartbeat timer, every interval / 2: heartbeats out, silence and
+ * handshake deadlines in, closed connections freed.  Returns 0 or
+ * -ENOMEM. */
+int plane_conn_start_tick(struct plane *p);
+
+/* The last words (ABORT, END) must reach the other nodes before we exit:
+ * send what is queued, end our side, and read until each peer closes (or
+ * a second passes), so that no reset throws our words away.  Then closes
+ * and frees every connection. */
+void plane_conn_close_all(struct plane *p);
+
+#endif

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+/* Inside the job plane: its state, shared by plane.c (the entry points),
+ * plane_conn.c (the connections), plane_chief.c (the chief's side) and
+ * plane_member.c (another node's side).  Not for use outside them. */
+#ifndef SLOTRUN_PLANE_INT_H
+#define SLOTRUN_PLANE_INT_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_info.h"
+#include "plane.h"
+
+struct conn;
+
+/* What a side does with its connections; the connection layer calls it. */
+struct plane_side {
+	/* One whole frame arrived on c (not yet decoded). */
+	void (*frame)(struct conn *c, const unsigned char *frame, size_t len);
+	/* c was closed: forget it. */
+	void (*dropped)(struct conn *c);
+	/* c was lost for why (closed first; c's fields are still readable);
+	 * not called once the job has ended. */
+	void (*lost)(struct conn *c, const char *why);
+	/* c's connect(2) finished: 0 or an errno. */
+	void (*connected)(struct conn *c, int err);
+};
+
+enum member_state { M_CONNECTING, M_HELLO, M_WAITING, M_RUNNING, M_ENDED };
+
+struct plane {
+	struct event_base *base;
+	const struct plane_cfg *cfg;
+	const struct plane_hooks *h;
+	void *arg;
+	const struct plane_side *side;
+	bool chief;
+	bool ended;
+	struct event *ev_tick;
+	double interval;
+	char **hosts;             /* per node, for messages: cfg->addrs, where one
+	                           * is unknown the address it joined from */
+	struct conn *conns;       /* every open connection */
+	struct conn *dead;        /* closed, freed at the next tick or at close */
+	/* chief */
+	int lfd;
+	struct event *ev_accept, *ev_join, *ev_restart;
+	struct plane_coord_cfg ccfg;
+	struct plane_coord coord;
+	struct conn **by_node;
+	int npending;
+	int strangers_said;
+	/* other nodes */
+	enum member_state mstate;
+	struct conn *chief_conn;
+	struct event *ev_retry;
+	double join_deadline, retry_delay;
+	char connect_err[160];
+	bool local_done;
+	bool ever_started;        /* a first START came: a job, not a join */
+	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
+};
+
+static inline void plane_say(const struct plane *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Every line goes through the runner's stderr queue (the say hook): a
+ * blocking write here would stall the loop on an unread stderr. */
+static inline void plane_say(const struct plane *p, const char *fmt, ...)
+{
+	char line[PLANE_TEXT_MAX + 64];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "slotrun: ");
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	p->h->say(p->arg, line);
+}
+
+static inline const char *plane_host(const struct plane *p, int node)
+{
+	return p->hosts[node];
+}
+
+/* A node whose address no source named is called by the one it joined
+ * from (the chief's view) or joins with (its own view). */
+static inline void plane_learn_host(struct plane *p, int node, const char *addr)
+{
+	char *copy;
+
+	if (ci_addr_known(p->hosts[node]) || !ci_addr_known(addr) || !(copy = strdup(addr)))
+		return;
+	free(p->hosts[node]);
+	p->hosts[node] = copy;
+}
+
+/* The end hook, once. */
+static inline void plane_end_job(struct plane *p, int code, const struct plane_cause *cause)
+{
+	static const struct plane_cause none;
+
+	if (p->ended)
+		return;
+	p->ended = true;
+	p->mstate = M_ENDED;
+	p->h->end(p->arg, code, cause ? cause : &none);
+}
+
+#endif

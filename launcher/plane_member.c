@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+#include "plane_member.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "plane_conn.h"
+#include "sock.h"
+
+static void try_connect(struct plane *p);
+
+/* Another try after a short, growing delay; past the join deadline the
+ * node gives up with the last reason (status 2). */
+static void schedule_retry(struct plane *p)
+{
+	double now = clock_mono();
+	struct timeval tv;
+
+	if (p->ended)
+		return;
+	p->mstate = M_CONNECTING;
+	if (now + p->retry_delay > p->join_deadline) {
+		plane_say(p, "could not join the chief at %s:%d within %g s: %s", plane_host(p, 0),
+			  p->cfg->control_port, p->cfg->join_timeout,
+			  p->connect_err[0] ? p->connect_err : "no answer");
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	tv = clock_tv(p->retry_delay);
+	evtimer_add(p->ev_retry, &tv);
+	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
+}
+
+/* Why this try failed, then the next one. */
+static void retry_after(struct plane *p, const char *why)
+{
+	snprintf(p->connect_err, sizeof(p->connect_err), "%s", why);
+	schedule_retry(p);
+}
+
+/* A non-blocking connect(2) to the chief: 0, or the errno. */
+static int open_socket(struct plane *p, int *fd)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+	char port[16];
+	int r;
+
+	snprintf(port, sizeof(port), "%d", p->cfg->control_port);
+	r = getaddrinfo(plane_host(p, 0), port, &hints, &res);
+	if (r != 0) {
+		snprintf(p->connect_err, sizeof(p->connect_err), "cannot resolve %s: %s", plane_host(p, 0),
+			 gai_strerror(r));
+		return -1;
+	}
+	*fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (*fd < 0) {
+		r = errno;
+		freeaddrinfo(res);
+		return r;
+	}
+	(void)sock_tune(*fd, 0);
+	r = connect(*fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS ? errno : 0;
+	freeaddrinfo(res);
+	if (r)
+		close(*fd);
+	return r;
+}
+
+static void try_connect(struct plane *p)
+{
+	struct conn *c;
+	int fd, r;
+
+	r = open_socket(p, &fd);
+	if (r < 0) { /* connect_err says why */
+		schedule_retry(p);
+		return;
+	}
+	if (r > 0) {
+		retry_after(p, strerror(r));
+		return;
+	}
+	c = plane_conn_new(p, fd, plane_host(p, 0));
+	if (!c) {
+		close(fd);
+		retry_after(p, "out of memory");
+		return;
+	}
+	p->chief_conn = c;
+	c->connecting = true;
+	p->mstate = M_CONNECTING;
+	event_add(c->ev_write, NULL);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	try_connect(arg);
+}
+
+/* The chief's CHAL: answer with our JOIN, proving the secret. */
+static void send_join(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	const struct plane_cfg *g = p->cfg;
+	unsigned char out[4 + PLANE_MAX_FRAME];
+	struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes,
+				.slots = g->slot_counts[g->node_rank], .world_size = g->world_size,
+				.max_restarts = g->max_restarts };
+	int n;
+
+	if (m->type != PLANE_CHAL) {
+		plane_conn_lost(c, "it is not a slotrun control port");
+		return;
+	}
+	snprintf(j.version, sizeof(j.version), "%s", SLOTRUN_VERSION);
+	if (!ci_addr_known(plane_host(p, g->node_rank))) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		char mine[64];
+
+		if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
+		    sock_addr_host((struct sockaddr *)&ss, mine, sizeof(mine)) == 0)
+			plane_learn_host(p, g->node_rank, mine);
+	}
+	snprintf(j.host, sizeof(j.host), "%s", plane_host(p, g->node_rank));
+	auth_nonce(c->nonce);
+	memcpy(c->peer_nonce, m->nonce, AUTH_NONCE_LEN);
+	n = plane_make_join(g->secret, m->nonce, c->nonce, &j, out, sizeof(out));
+	if (n < 0) {
+		plane_conn_lost(c, "cannot build the join message");
+		return;
+	}
+	plane_conn_queue(c, out, (size_t)n);
+	p->mstate = M_WAITING; /* for WELCOME, then START */
+}
+
+/* The chief's answer to our JOIN: it must prove the secret in turn. */
+static void check_welcome(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	const struct plane_cfg *g = p->cfg;
+
+	if (m->type == PLANE_REFUSE) {
+		plane_say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
+			  "(or --secret-file) on every node", plane_host(p, 0), g->control_port);
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	if (m->type != PLANE_WELCOME || !plane_check_welcome(g->secret, c->nonce, c->peer_nonce, m->mac)) {
+		plane_say(p, "the listener at %s:%d did not prove it holds the job secret: is it this job's chief?",
+			  plane_host(p, 0), g->control_port);
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	c->authed = true;
+}
+
+/* What the chief says once both sides are proved. */
+static void obey(struct conn *c, struct plane_msg *m)
+{
+	struct plane *p = c->p;
+
+	switch (m->type) {
+	case PLANE_START:
+		if (p->mstate == M_WAITING) {
+			p->mstate = M_RUNNING;
+			p->ever_started = true;
+			p->local_done = false;
+			p->h->start(p->arg);
+		}
+		return;
+	case PLANE_RESTART:
+		if (p->mstate == M_RUNNING) {
+			p->mstate = M_WAITING; /* for the next START */
+			p->h->restart(p->arg, m->code, m->delay_ms / 1000.0, &m->cause);
+		}
+		return;
+	case PLANE_ABORT:
+		plane_say(p, "%s", m->text);
+		plane_end_job(p, m->code, NULL);
+		return;
+	case PLANE_STOP:
+		if (!m->sig && m->node != p->cfg->node_rank) {
+			char line[PLANE_TEXT_MAX];
+
+			plane_cause_line(&m->cause, line, sizeof(line));
+			plane_say(p, "stopping this node's workers: %s", line);
+		}
+		p->h->stop(p->arg, m->sig);
+		return;
+	case PLANE_SIGNAL:
+		p->h->signal(p->arg, m->sig);
+		return;
+	case PLANE_END:
+		plane_end_job(p, m->code, &m->cause);
+		return;
+	case PLANE_PING:
+		return;
+	default:
+		plane_conn_lost(c, "it sent a message out of turn");
+	}
+}
+
+static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
+{
+	struct plane_msg m;
+
+	if (plane_decode(frame, len, &m) < 0)
+		plane_conn_lost(c, "it sent a malformed message");
+	else if (c->p->mstate == M_HELLO)
+		send_join(c, &m);
+	else if (!c->authed)
+		check_welcome(c, &m);
+	else
+		obey(c, &m);
+}
+
+/* The chief is gone: stop our workers on our own; the job's status is ours
+ * to decide once they are reaped. */
+static void chief_gone(struct plane *p, const char *why)
+{
+	char line[PLANE_TEXT_MAX];
+
+	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = 0 };
+	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", plane_host(p, 0));
+	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "%s", why);
+	plane_cause_line(&p->chief_lost, line, sizeof(line));
+	if (!p->ever_started) {
+		plane_say(p, "%s before the job started", line);
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	plane_say(p, "stopping this node's workers: %s", line);
+	p->h->stop(p->arg, 0);
+	if (p->local_done)
+		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+}
+
+static void on_lost(struct conn *c, const char *why)
+{
+	if (!c->authed) /* not our chief yet: try again */
+		retry_after(c->p, why);
+	else
+		chief_gone(c->p, why);
+}
+
+static void on_dropped(struct conn *c)
+{
+	if (c->p->chief_conn == c)
+		c->p->chief_conn = NULL;
+}
+
+static void on_connected(struct conn *c, int err)
+{
+	if (err) {
+		snprintf(c->p->connect_err, sizeof(c->p->connect_err), "%s", strerror(err));
+		plane_conn_drop(c);
+		schedule_retry(c->p);
+		return;
+	}
+	c->p->mstate = M_HELLO;
+}
+
+const struct plane_side plane_member_side = {
+	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
+};
+
+int plane_member_open(struct plane *p, char *err, size_t errlen)
+{
+	p->ev_retry = evtimer_new(p->base, on_retry, p);
+	if (!p->ev_retry) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->join_deadline = clock_mono() + p->cfg->join_timeout;
+	try_connect(p);
+	return 0;
+}
+
+void plane_member_local_fail(struct plane *p, const struct plane_cause *f)
+{
+	if (p->chief_conn && p->chief_conn->authed)
+		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_FAIL, .cause = *f });
+}
+
+void plane_member_local_signal(struct plane *p, int sig, bool stops)
+{
+	if (p->chief_conn && p->chief_conn->authed && p->chief_lost.kind == PLANE_CAUSE_NONE) {
+		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = stops ? PLANE_STOP_REQ : PLANE_SIGNAL_REQ,
+								    .sig = sig });
+		return;
+	}
+	if (stops && p->mstate != M_RUNNING) {
+		/* not in the job yet: nothing started, nothing to tell */
+		plane_say(p, "stopped by SIG%s before the job started", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
+		plane_end_job(p, 128 + sig, NULL);
+	}
+}
+
+void plane_member_local_done(struct plane *p, int code)
+{
+	if (p->chief_lost.kind != PLANE_CAUSE_NONE)
+		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+	else if (p->chief_conn)
+		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_DONE, .code = code });
+}
+
+void plane_member_close(struct plane *p)
+{
+	if (p->ev_retry)
+		event_free(p->ev_retry);
+}

@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: MIT
+/* The job plane's glue (plane.c and its parts) on a libevent loop, against
+ * a fake peer on the same loop over loopback TCP: a fake chief for a node
+ * under test, a fake node for a chief under test.  Each case checks what
+ * the plane does (its hooks) and says (its say hook), and that
+ * plane_close leaves nothing behind. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <event2/event.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "leak_check.h"
+#include "plane.h"
+#include "sock.h"
+
+#define SECRET "glue-test-secret"
+#define WAIT 10.0   /* seconds: the deadline of every wait */
+
+/* ---- What the plane under test did ---- */
+
+static struct {
+	int started, stops, stop_sig, signals, sig, restarts;
+	bool ended;
+	int code;
+	struct plane_cause cause;
+	int nsaid;
+	char said[16][PLANE_TEXT_MAX + 64];
+} rec;
+
+static void h_start(void *arg)
+{
+	(void)arg;
+	rec.started++;
+}
+
+static void h_stop(void *arg, int sig)
+{
+	(void)arg;
+	rec.stops++;
+	rec.stop_sig = sig;
+}
+
+static void h_signal(void *arg, int sig)
+{
+	(void)arg;
+	rec.signals++;
+	rec.sig = sig;
+}
+
+static void h_restart(void *arg, int attempt, double delay, const struct plane_cause *cause)
+{
+	(void)arg, (void)attempt, (void)delay, (void)cause;
+	rec.restarts++;
+}
+
+static void h_end(void *arg, int code, const struct plane_cause *cause)
+{
+	(void)arg;
+	rec.ended = true;
+	rec.code = code;
+	rec.cause = *cause;
+}
+
+static void h_say(void *arg, const char *line)
+{
+	(void)arg;
+	if (rec.nsaid < 16)
+		snprintf(rec.said[rec.nsaid++], sizeof(rec.said[0]), "%s", line);
+}
+
+static const struct plane_hooks hooks = {
+	.start = h_start, .stop = h_stop, .signal = h_signal, .restart = h_restart, .end = h_end,
+	.say = h_say,
+};
+
+static bool said(const char *text)
+{
+	for (int i = 0; i < rec.nsaid; i++)
+		if (strstr(rec.said[i], text))
+			return true;
+	return false;
+}
+
+static void assert_said(const char *text)
+{
+	cr_assert(said(text), "no line with \"%s\" (%d said, first: \"%s\")", text, rec.nsaid,
+		  rec.nsaid ? rec.said[0] : "");
+}
+
+/* ---- The loop and the fake peer on it ---- */
+
+static struct event_base *base;
+
+/* The peer's end: a listener (fake chief) and one connection. */
+static struct {
+	int lfd, fd;
+	struct event *ev_accept, *ev_read;
+	unsigned char in[4 + PLANE_MAX_FRAME];
+	size_t len;
+	bool eof;
+	const void *greet;  /* when set, every connection gets this and is closed */
+	size_t greet_len;
+} peer = { .lfd = -1, .fd = -1 };
+
+static void on_peer_read(evutil_socket_t fd, short what, void *arg)
+{
+	ssize_t n;
+
+	(void)what, (void)arg;
+	if (peer.len == sizeof(peer.in))
+		return;
+	n = read((int)fd, peer.in + peer.len, sizeof(peer.in) - peer.len);
+	if (n > 0) {
+		peer.len += (size_t)n;
+	} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+		peer.eof = true;
+		event_del(peer.ev_read);
+	}
+}
+
+static void peer_watch(int fd)
+{
+	peer.fd = fd;
+	peer.len = 0;
+	peer.eof = false;
+	cr_assert_eq(sock_set_nonblock(fd, 1), 0);
+	peer.ev_read = event_new(base, fd, EV_READ | EV_PERSIST, on_peer_read, NULL);
+	cr_assert_not_null(peer.ev_read);
+	event_add(peer.ev_read, NULL);
+}
+
+static void on_peer_accept(evutil_socket_t lfd, short what, void *arg)
+{
+	int fd = accept4((int)lfd, NULL, NULL, SOCK_CLOEXEC);
+
+	(void)what, (void)arg;
+	if (fd < 0)
+		return;
+	if (peer.greet) {
+		(void)sock_send_all(fd, peer.greet, peer.greet_len, sock_deadline_in(WAIT));
+		close(fd);
+	} else if (peer.fd < 0) {
+		peer_watch(fd);
+	} else {
+		close(fd);
+	}
+}
+
+static void peer_hangup(void)
+{
+	if (peer.ev_read) {
+		event_free(peer.ev_read);
+		peer.ev_read = NULL;
+	}
+	if (peer.fd >= 0)
+		close(peer.fd);
+	peer.fd = -1;
+}
+
+static void setup(void)
+{
+	memset(&rec, 0, sizeof(rec));
+	base = event_base_new();
+	cr_assert_not_null(base);
+}
+
+static void teardown(void)
+{
+	peer_hangup();
+	if (peer.ev_accept)
+		event_free(peer.ev_accept);
+	if (peer.lfd >= 0)
+		close(peer.lfd);
+	event_base_free(base);
+}
+
+TestSuite(plane_member, .init = setup, .fini = teardown, .timeout = 30);
+TestSuite(plane_chief, .init = setup, .fini = teardown, .timeout = 30);
+
+static bool timed_out;
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd, (void)what, (void)arg;
+	timed_out = true;
+}
+
+/* Runs the loop until cond() holds; false at the deadline. */
+static bool run_until(bool (*cond)(void), double seconds)
+{
+	struct timeval tv = { .tv_sec = (time_t)seconds, .tv_usec = (suseconds_t)((seconds - (time_t)seconds) * 1e6) };
+	struct event *deadline = evtimer_new(base, on_deadline, NULL);
+
+	cr_assert_not_null(deadline);
+	timed_out = false;
+	evtimer_add(deadline, &tv);
+	while (!cond() && !timed_out)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(deadline);
+	return cond();
+}
+
+static bool have_frame(void)
+{
+	return plane_frame_len(peer.in, peer.len) != 0 || peer.eof;
+}
+
+/* The next frame the plane sent the peer, decoded; raw and its length
+ * when asked for. */
+static struct plane_msg next_msg(unsigned char *raw, size_t *rawlen)
+{
+	struct plane_msg m;
+	long n;
+
+	cr_assert(run_until(have_frame, WAIT), "no message from the plane");
+	n = plane_frame_len(peer.in, peer.len);
+	cr_assert_gt(n, 0, "the plane closed the connection instead");
+	cr_assert_eq(plane_decode(peer.in, (size_t)n, &m), 0);
+	if (raw) {
+		memcpy(raw, peer.in, (size_t)n);
+		*rawlen = (size_t)n;
+	}
+	memmove(peer.in, peer.in + n, peer.len - (size_t)n);
+	peer.len -= (size_t)n;
+	return m;
+}
+
+static struct plane_msg next_but_pings(void)
+{
+	struct plane_msg m;
+
+	do
+		m = next_msg(NULL, NULL);
+	while (m.type == PLANE_PING);
+	return m;
+}
+
+static void peer_send_raw(const void *buf, size_t n)
+{
+	cr_assert_eq(sock_send_all(peer.fd, buf, n, sock_deadline_in(WAIT)), 0);
+}
+
+static void peer_send(const struct plane_msg *m)
+{
+	unsigned char frame[4 + PLANE_MAX_FRAME];
+	int n = plane_encode(m, frame, sizeof(frame));
+
+	cr_assert_gt(n, 0);
+	peer_send_raw(frame, (size_t)n);
+}
+
+static bool peer_closed(void)
+{
+	return peer.eof;
+}
+
+static bool has_ended(void)
+{
+	return rec.ended;
+}
+
+static bool has_started(void)
+{
+	return rec.started > 0;
+}
+
+static bool has_stopped(void)
+{
+	return rec.stops > 0;
+}
+
+static bool peer_connected(void)
+{
+	return peer.fd >= 0;
+}
+
+/* ---- A node under test, against a fake chief ---- */
+
+static int slots2[] = { 1, 1 };
+static char *addrs2[] = { "127.0.0.1", "127.0.0.1" };
+
+static struct plane_cfg node_cfg(int port, double join_timeout)
+{
+	return (struct plane_cfg){ .nnodes = 2, .node_rank = 1, .addrs = addrs2, .slot_counts = slots2,
+				   .world_size = 2, .control_port = port, .join_timeout = join_timeout,
+				   .hb_timeout = 5, .secret = SECRET };
+}
+
+/* The fake chief listens; returns its port. */
+static int fake_chief(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+
+	cr_assert_eq(sock_listen((struct sockaddr *)&a, sizeof(a), 8, 0, &peer.lfd), 0);
+	peer.ev_accept = event_new(base, peer.lfd, EV_READ | EV_PERSIST, on_peer_accept, NULL);
+	cr_assert_not_null(peer.ev_accept);
+	event_add(peer.ev_accept, NULL);
+	return sock_local_port(peer.lfd);
+}
+
+static struct plane *open_plane(const struct plane_cfg *cfg)
+{
+	struct plane *p;
+	char err[256] = "";
+
+	cr_assert_eq(plane_open(&p, base, cfg, &hooks, NULL, err, sizeof(err)), 0, "%s", err);
+	return p;
+}
+
+/* The handshake as the chief plays it, up to the node's JOIN (checked
+ * with secret); returns the chief's nonce. */
+static void chief_hello(unsigned char chief_nonce[AUTH_NONCE_LEN], struct plane_msg *join,
+			unsigned char *raw, size_t *rawlen)
+{
+	struct plane_msg chal = { .type = PLANE_CHAL };
+
+	cr_assert(run_until(peer_connected, WAIT), "the node did not connect");
+	auth_nonce(chal.nonce);
+	memcpy(chief_nonce, chal.nonce, AUTH_NONCE_LEN);
+	peer_send(&chal);
+	*join = next_msg(raw, rawlen);
+	cr_assert_eq(join->type, PLANE_JOIN);
+}
+
+/* A chief that holds the secret lets the node in. */
+static void chief_welcome(void)
+{
+	unsigned char cn[AUTH_NONCE_LEN], raw[4 + PLANE_MAX_FRAME];
+	struct plane_msg join, welcome = { .type = PLANE_WELCOME };
+	size_t rawlen;
+
+	chief_hello(cn, &join, raw, &rawlen);
+	cr_assert(plane_check_join(SECRET, cn, raw, rawlen, &join), "the node's JOIN does not prove the secret");
+	cr_assert_eq(join.join.node_rank, 1);
+	cr_assert_eq(join.join.slots, 1);
+	cr_assert_str_eq(join.join.host, "127.0.0.1");
+	plane_welcome_mac(SECRET, join.nonce, cn, welcome.mac);
+	peer_send(&welcome);
+}
+
+/* A fake chief that answers every connection with greet and closes it:
+ * the node retries until its join timeout and names the last reason. */
+static void gives_up_naming(const void *greet, size_t len, const char *why)
+{
+	struct plane_cfg cfg;
+	struct plane *p;
+	char line[256];
+
+	peer.greet = greet;
+	peer.greet_len = len;
+	cfg = node_cfg(fake_chief(), 2.0);
+	p = open_plane(&cfg);
+	cr_assert(run_until(has_ended, WAIT), "the node neither retried nor gave up");
+	cr_assert_eq(rec.code, 2);
+	cr_assert_eq(rec.started, 0);
+	snprintf(line, sizeof(line), "slotrun: could not join the chief at 127.0.0.1:%d within 2 s: %s",
+		 cfg.control_port, why);
+	assert_said(line);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, garbage_from_the_chief_port_is_retried_until_the_join_timeout, .timeout = 30)
+{
+	static const unsigned char garbage[] = { 0xff, 0xff, 0xff, 0xff, 'G', 'E', 'T', ' ' };
+
+	gives_up_naming(garbage, sizeof(garbage), "it sent a malformed message");
+}
+
+LEAK_TEST_OPTS(plane_member, a_listener_that_is_no_slotrun_is_named, .timeout = 30)
+{
+	unsigned char ping[16];
+	int n = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, ping, sizeof(ping));
+
+	cr_assert_gt(n, 0);
+	gives_up_naming(ping, (size_t)n, "it is not a slotrun control port");
+}
+
+LEAK_TEST_OPTS(plane_member, a_chief_with_another_secret_refuses_and_the_node_ends, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 10.0);
+	struct plane *p = open_plane(&cfg);
+	unsigned char cn[AUTH_NONCE_LEN], raw[4 + PLANE_MAX_FRAME];
+	struct plane_msg join, refuse = { .type = PLANE_REFUSE };
+	size_t rawlen;
+
+	chief_hello(cn, &join, raw, &rawlen);
+	cr_assert(!plane_check_join("another secret", cn, raw, rawlen, &join));
+	strcpy(refuse.text, "wrong job secret");
+	peer_send(&refuse);
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 2);
+	cr_assert_eq(rec.started, 0);
+	assert_said("refused our job secret");
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, a_welcome_without_the_secret_is_not_trusted, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 10.0);
+	struct plane *p = open_plane(&cfg);
+	unsigned char cn[AUTH_NONCE_LEN], raw[4 + PLANE_MAX_FRAME];
+	struct plane_msg join, welcome = { .type = PLANE_WELCOME };
+	size_t rawlen;
+
+	chief_hello(cn, &join, raw, &rawlen);
+	plane_welcome_mac("another secret", join.nonce, cn, welcome.mac);
+	peer_send(&welcome);
+	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 2);
+	cr_assert_eq(rec.started, 0, "a START from a chief that did not prove the secret");
+	assert_said("did not prove it holds the job secret");
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, start_stop_and_end_from_the_chief, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 10.0);
+	struct plane *p = open_plane(&cfg);
+	struct plane_msg stop = { .type = PLANE_STOP, .node = 0,
+				  .cause = { .kind = PLANE_CAUSE_RANK, .node = 0, .rank = 0, .code = 3,
+					     .host = "127.0.0.1" } };
+	struct plane_msg m;
+
+	chief_welcome();
+	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	cr_assert(run_until(has_started, WAIT));
+	cr_assert_eq(rec.nsaid, 0, "a start says nothing");
+
+	plane_local_signal(p, SIGUSR1, false);
+	m = next_but_pings();
+	cr_assert_eq(m.type, PLANE_SIGNAL_REQ);
+	cr_assert_eq(m.sig, SIGUSR1);
+
+	peer_send(&stop);
+	cr_assert(run_until(has_stopped, WAIT));
+	cr_assert_eq(rec.stop_sig, 0);
+	assert_said("slotrun: stopping this node's workers: rank 0 on node 0 (127.0.0.1) exit 3");
+
+	plane_local_done(p, 143);
+	m = next_but_pings();
+	cr_assert_eq(m.type, PLANE_DONE);
+	cr_assert_eq(m.code, 143);
+	peer_send(&(struct plane_msg){ .type = PLANE_END, .code = 3, .cause = stop.cause });
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 3);
+	cr_assert_eq(rec.cause.rank, 0);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, a_chief_gone_after_the_start_stops_the_workers, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 10.0);
+	struct plane *p = open_plane(&cfg);
+
+	chief_welcome();
+	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	cr_assert(run_until(has_started, WAIT));
+	peer_hangup();
+	cr_assert(run_until(has_stopped, WAIT));
+	cr_assert_eq(rec.stop_sig, 0);
+	assert_said("slotrun: stopping this node's workers: node 0 (127.0.0.1) lost: connection closed");
+	cr_assert(!rec.ended, "the node's status waits for its workers");
+	plane_local_done(p, 143);
+	cr_assert(rec.ended);
+	cr_assert_eq(rec.code, 1);
+	cr_assert_eq(rec.cause.kind, PLANE_CAUSE_LOST);
+	plane_close(p);
+}
+
+/* ---- A chief under test, against a fake node ---- */
+
+static struct plane_cfg chief_cfg(int port)
+{
+	struct plane_cfg c = node_cfg(port, 10.0);
+
+	c.node_rank = 0;
+	return c;
+}
+
+/* A chief on a free port (another process may take the one we found
+ * before the chief binds it: then another). */
+static struct plane *open_chief(struct plane_cfg *cfg)
+{
+	for (int i = 0; i < 20; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct plane *p;
+		char err[256] = "";
+		int fd, r;
+
+		cr_assert_eq(sock_listen((struct sockaddr *)&a, sizeof(a), 1, 0, &fd), 0);
+		*cfg = chief_cfg(sock_local_port(fd));
+		close(fd);
+		r = plane_open(&p, base, cfg, &hooks, NULL, err, sizeof(err));
+		if (r == 0)
+			return p;
+		cr_assert_eq(r, -EADDRINUSE, "%s", err);
+	}
+	cr_assert_fail("no free port");
+	return NULL;
+}
+
+/* The fake node connects; returns the chief's CHAL. */
+static struct plane_msg node_connect(const struct plane_cfg *cfg)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				 .sin_port = htons((uint16_t)cfg->control_port) };
+	struct plane_msg chal;
+	int fd;
+
+	peer_hangup();
+	cr_assert_eq(sock_connect((struct sockaddr *)&a, sizeof(a), 0, sock_deadline_in(WAIT), &fd), 0);
+	peer_watch(fd);
+	chal = next_msg(NULL, NULL);
+	cr_assert_eq(chal.type, PLANE_CHAL);
+	return chal;
+}
+
+static void node_join(const struct plane_msg *chal, const char *secret)
+{
+	struct plane_join j = { .node_rank = 1, .nnodes = 2, .slots = 1, .world_size = 2 };
+	unsigned char nn[AUTH_NONCE_LEN], frame[4 + PLANE_MAX_FRAME];
+	int n;
+
+	snprintf(j.version, sizeof(j.version), "%s", SLOTRUN_VERSION);
+	strcpy(j.host, "127.0.0.1");
+	auth_nonce(nn);
+	n = plane_make_join(secret, chal->nonce, nn, &j, frame, sizeof(frame));
+	cr_assert_gt(n, 0);
+	peer_send_raw(frame, (size_t)n);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_stranger_s_garbage_is_dropped_and_the_job_goes_on, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	static const unsigned char garbage[] = { 0, 0, 0, 2, 99, 1 };
+	struct plane_msg chal;
+
+	node_connect(&cfg);
+	peer_send_raw(garbage, sizeof(garbage));
+	cr_assert(run_until(peer_closed, WAIT), "the chief kept a connection that sent garbage");
+	cr_assert_eq(rec.nsaid, 0, "garbage is not worth a line");
+	cr_assert(!rec.ended);
+
+	chal = node_connect(&cfg);
+	node_join(&chal, SECRET);
+	cr_assert_eq(next_msg(NULL, NULL).type, PLANE_WELCOME);
+	cr_assert_eq(next_but_pings().type, PLANE_START);
+	cr_assert_eq(rec.started, 1);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_node_with_another_secret_is_refused_and_named, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	struct plane_msg chal = node_connect(&cfg), m;
+
+	node_join(&chal, "another secret");
+	m = next_msg(NULL, NULL);
+	cr_assert_eq(m.type, PLANE_REFUSE);
+	cr_assert(run_until(peer_closed, WAIT));
+	assert_said("127.0.0.1 presented another job secret: not joined");
+	cr_assert(!rec.ended, "the job waits for the right node");
+	cr_assert_eq(rec.started, 0);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_whole_job_ends_on_both_nodes_with_one_status, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	struct plane_msg chal = node_connect(&cfg), m;
+	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .node = 1, .rank = 1, .code = 5 };
+
+	node_join(&chal, SECRET);
+	cr_assert_eq(next_msg(NULL, NULL).type, PLANE_WELCOME);
+	cr_assert_eq(next_but_pings().type, PLANE_START);
+	cr_assert_eq(rec.started, 1);
+
+	peer_send(&(struct plane_msg){ .type = PLANE_FAIL, .cause = f });
+	cr_assert(run_until(has_stopped, WAIT));
+	cr_assert_eq(rec.stop_sig, 0);
+	assert_said("slotrun: stopping this node's workers: rank 1 on node 1 (127.0.0.1) exit 5");
+	plane_local_done(p, 143);
+	cr_assert(!rec.ended, "node 1 is not done yet");
+	peer_send(&(struct plane_msg){ .type = PLANE_DONE, .code = 5 });
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 5);
+	m = next_but_pings();
+	cr_assert_eq(m.type, PLANE_END);
+	cr_assert_eq(m.code, 5);
+	cr_assert_eq(m.cause.rank, 1);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_node_lost_after_the_start_stops_the_chief_s_workers, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	struct plane_msg chal = node_connect(&cfg);
+
+	node_join(&chal, SECRET);
+	cr_assert_eq(next_msg(NULL, NULL).type, PLANE_WELCOME);
+	cr_assert_eq(next_but_pings().type, PLANE_START);
+	peer_hangup();
+	cr_assert(run_until(has_stopped, WAIT));
+	assert_said("slotrun: stopping this node's workers: node 1 (127.0.0.1) lost: connection closed");
+	plane_local_done(p, 143);
+	cr_assert(rec.ended);
+	cr_assert_eq(rec.code, 1);
+	cr_assert_eq(rec.cause.kind, PLANE_CAUSE_LOST);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_port_in_use_is_named, .timeout = 30)
+{
+	struct plane_cfg cfg, again;
+	struct plane *p = open_chief(&cfg), *q = NULL;
+	char err[256] = "";
+
+	again = cfg;
+	cr_assert_eq(plane_open(&q, base, &again, &hooks, NULL, err, sizeof(err)), -EADDRINUSE);
+	cr_assert_null(q);
+	cr_assert(strstr(err, "choose another with --control-port"), "%s", err);
+	plane_close(p);
+}
