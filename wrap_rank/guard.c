@@ -22,15 +22,6 @@ static void tell(int fd, const struct guard_msg *m)
 		(void)io_write_all(fd, m, sizeof(*m));
 }
 
-/* ECHILD is exact here: every live descendant has an ancestor that is our
- * child (we are their subreaper). */
-static bool have_children(void)
-{
-	siginfo_t si = { 0 };
-
-	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
-}
-
 /* Whether the watched process has ended (a zombie has).  The pidfd, taken
  * while it lived, cannot name another process; /proc is the fallback on
  * kernels without pidfd_open. */
@@ -92,9 +83,8 @@ noreturn void guard_run(const struct guard_cfg *c)
 	sigprocmask(SIG_BLOCK, NULL, &blocked);
 	sfd = signalfd(-1, &blocked, SFD_CLOEXEC);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* close-on-exec: the kernel sets it on every pidfd */
 	pidfd = c->watched > 1 ? (int)syscall(SYS_pidfd_open, c->watched, 0) : -1;
-	if (pidfd >= 0)
-		(void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
 	/* wrap_rank may have died before prctl took effect. */
 	if (prctl(PR_SET_PDEATHSIG, GUARD_DEATH_SIGNAL) < 0 || getppid() != parent || sfd < 0)
 		_exit(1);
@@ -146,12 +136,12 @@ noreturn void guard_run(const struct guard_cfg *c)
 				m = (struct guard_msg){ .kind = GUARD_EXITED, .pid = cmd, .status = st };
 			}
 			if (done && msg_fd >= 0) {
-				m.alone = !have_children();
+				m.alone = !procs_have_children();
 				tell(msg_fd, &m);
 				close(msg_fd);
 				msg_fd = -1;
 			}
-			if (done && !have_children())
+			if (done && !procs_have_children())
 				_exit(0);
 		}
 		/* Every wake-up looks at the parent; SIGTERM may be slotrun's
