@@ -171,12 +171,15 @@ static int guard_result(int msg_r, pid_t guard, bool *guard_reaped, bool *alone)
 	}
 	*alone = true;
 	if (!*guard_reaped) {
-		while (waitpid(guard, &st, 0) < 0 && errno == EINTR)
+		pid_t r;
+
+		while ((r = waitpid(guard, &st, 0)) < 0 && errno == EINTR)
 			;
 		*guard_reaped = true;
-		return st;
+		if (r == guard)
+			return st;
 	}
-	return SIGKILL;
+	return SIGKILL; /* its status is lost: as if killed, which it was */
 }
 
 int wrap_run(const struct wrap_opts *o)
