@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ci_parse.h"
+#include "ci_util.h"
+#include "cluster_info.h"
 
 #define HL_DIGITS_MAX 9     /* digits of a hostlist number: fits any long */
 
