@@ -68,14 +68,78 @@ static int keep_foreground(void *ctx)
 	return 0;
 }
 
-noreturn void guard_run(const struct guard_cfg *c)
+/* Starts the command and tells wrap_rank whether it did.  Returns its pid,
+ * or 0 when it did not start. */
+static pid_t start_command(const struct guard_cfg *c, pid_t *pgrp)
 {
 	struct guard_msg m = { .kind = GUARD_STARTED, .stage = CHILD_OK };
-	pid_t parent = c->wrap, pgrp = getpgrp(), cmd = 0;
-	int msg_fd = c->msg_fd, sfd, report, pidfd, devnull, e;
+	struct child_spec spec = {
+		.argv = c->argv, .mask = c->mask, .sigpipe = c->sigpipe, .death_signal = SIGKILL,
+		.stdio = { -1, c->out_fd, c->err_fd }, .prepare = keep_foreground, .ctx = pgrp,
+	};
+	pid_t cmd = 0;
+	int report, e;
+
+	e = child_start(&spec, &cmd, &report);
+	if (e < 0) {
+		m.stage = CHILD_SETUP;
+		m.err = -e;
+		cmd = 0;
+	} else {
+		m.pid = cmd;
+		m.stage = child_read_report(report, &m.err);
+	}
+	tell(c->msg_fd, &m);
+	return cmd;
+}
+
+/* Our stdio is wrap_rank's, and someone may wait for its EOF (slotrun
+ * reads it): we may outlive wrap_rank.  So /dev/null instead, and the
+ * command's output fds closed. */
+static void let_go_of_output(const struct guard_cfg *c)
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	for (int fd = 0; fd < 3 && devnull >= 0; fd++)
+		dup2(devnull, fd);
+	if (devnull > 2)
+		close(devnull);
+	if (c->out_fd > 2)
+		close(c->out_fd);
+	if (c->err_fd > 2 && c->err_fd != c->out_fd)
+		close(c->err_fd);
+}
+
+/* SIGCHLD: reaps; the command's end is told to wrap_rank once (*msg_fd
+ * then -1).  Exits once no child is left after the command's end. */
+static void on_sigchld(pid_t cmd, bool *done, int *msg_fd)
+{
+	struct guard_msg m = { 0 };
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (pid != cmd)
+			continue; /* an adopted orphan */
+		*done = true;
+		m = (struct guard_msg){ .kind = GUARD_EXITED, .pid = cmd, .status = st };
+	}
+	if (*done && *msg_fd >= 0) {
+		m.alone = !procs_have_children();
+		tell(*msg_fd, &m);
+		close(*msg_fd);
+		*msg_fd = -1;
+	}
+	if (*done && !procs_have_children())
+		_exit(0);
+}
+
+noreturn void guard_run(const struct guard_cfg *c)
+{
+	pid_t parent = c->wrap, pgrp = getpgrp(), cmd;
+	int msg_fd = c->msg_fd, sfd, pidfd;
 	bool done = false;
 	sigset_t blocked;
-	struct child_spec spec;
 
 	for (const int *fd = c->close_fds; *fd >= 0; fd++)
 		close(*fd);
@@ -89,61 +153,21 @@ noreturn void guard_run(const struct guard_cfg *c)
 	if (prctl(PR_SET_PDEATHSIG, GUARD_DEATH_SIGNAL) < 0 || getppid() != parent || sfd < 0)
 		_exit(1);
 
-	spec = (struct child_spec){
-		.argv = c->argv, .mask = c->mask, .sigpipe = c->sigpipe, .death_signal = SIGKILL,
-		.stdio = { -1, c->out_fd, c->err_fd }, .prepare = keep_foreground, .ctx = &pgrp,
-	};
-	e = child_start(&spec, &cmd, &report);
-	if (e < 0) {
-		m.stage = CHILD_SETUP;
-		m.err = -e;
-		cmd = 0;
-	} else {
-		m.pid = cmd;
-		m.stage = child_read_report(report, &m.err);
-	}
-	tell(msg_fd, &m);
-	/* Our stdio is wrap_rank's, and someone may wait for its EOF (slotrun
-	 * reads it): we may outlive wrap_rank. */
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-	for (int fd = 0; fd < 3 && devnull >= 0; fd++)
-		dup2(devnull, fd);
-	if (devnull > 2)
-		close(devnull);
-	if (c->out_fd > 2)
-		close(c->out_fd);
-	if (c->err_fd > 2 && c->err_fd != c->out_fd)
-		close(c->err_fd);
+	cmd = start_command(c, &pgrp);
+	let_go_of_output(c);
 	if (!cmd) {
-		m = (struct guard_msg){ .kind = GUARD_EXITED, .status = 1 << 8, .alone = true };
+		struct guard_msg m = { .kind = GUARD_EXITED, .status = 1 << 8, .alone = true };
+
 		tell(msg_fd, &m);
 		_exit(0);
 	}
-
 	for (;;) {
 		struct signalfd_siginfo si;
 
 		if (io_read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 			contain(cmd);
-		if (si.ssi_signo == SIGCHLD) {
-			int st;
-			pid_t pid;
-
-			while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-				if (pid != cmd)
-					continue; /* an adopted orphan */
-				done = true;
-				m = (struct guard_msg){ .kind = GUARD_EXITED, .pid = cmd, .status = st };
-			}
-			if (done && msg_fd >= 0) {
-				m.alone = !procs_have_children();
-				tell(msg_fd, &m);
-				close(msg_fd);
-				msg_fd = -1;
-			}
-			if (done && !procs_have_children())
-				_exit(0);
-		}
+		if (si.ssi_signo == SIGCHLD)
+			on_sigchld(cmd, &done, &msg_fd);
 		/* Every wake-up looks at the parent; SIGTERM may be slotrun's
 		 * stop as well as our parent's death. */
 		if (getppid() == parent)
