@@ -11,8 +11,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 int io_write_all(int fd, const void *buf, size_t len)
 {
@@ -50,12 +51,8 @@ static void temp_name(char *buf, size_t size, const char *base, unsigned attempt
 {
 	uint64_t r = 0;
 
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
-		struct timespec t;
-
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		r = ((uint64_t)t.tv_nsec << 20) ^ (uint64_t)t.tv_sec ^ ((uint64_t)getpid() << 40) ^ attempt;
-	}
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)(clock_mono() * 1e9) ^ ((uint64_t)getpid() << 40) ^ attempt;
 	snprintf(buf, size, ".%s.%012llx.tmp", base, (unsigned long long)(r & 0xffffffffffffull));
 }
 
