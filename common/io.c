@@ -3,10 +3,17 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "clock.h"
 
 int io_write_all(int fd, const void *buf, size_t len)
 {
@@ -18,18 +25,101 @@ int io_write_all(int fd, const void *buf, size_t len)
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN) {
-				struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
-					return -errno;
-				continue;
-			}
-			return -errno;
+			if (errno != EAGAIN)
+				return -errno;
+			/* no deadline: see io.h.  POLLERR or POLLHUP wakes us
+			 * too, and the next write says what it is. */
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+				return -errno;
+			continue;
 		}
+		/* write(2) of a nonzero length returns 0 only where a file
+		 * system or device takes nothing and gives no errno: trying
+		 * again would spin. */
+		if (n == 0)
+			return -EIO;
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* A name no other process can guess: O_EXCL makes a clash harmless, the
+ * randomness makes it unlikely that someone plants one to make us fail. */
+static void temp_name(char *buf, size_t size, const char *base, unsigned attempt)
+{
+	uint64_t r = 0;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)(clock_mono() * 1e9) ^ ((uint64_t)getpid() << 40) ^ attempt;
+	snprintf(buf, size, ".%s.%012llx.tmp", base, (unsigned long long)(r & 0xffffffffffffull));
+}
+
+static int open_temp(int dfd, const char *base, mode_t mode, char *tmp, size_t size)
+{
+	for (unsigned attempt = 0; attempt < 100; attempt++) {
+		int fd;
+
+		temp_name(tmp, size, base, attempt);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, mode);
+		if (fd >= 0 || errno != EEXIST)
+			return fd < 0 ? -errno : fd;
+	}
+	return -EEXIST;
+}
+
+/* Writes buf to a new temporary file in dfd and renames it to base; the
+ * temporary file is gone on any failure. */
+static int replace_at(int dfd, const char *base, const void *buf, size_t len, mode_t mode)
+{
+	char tmp[NAME_MAX + 1];
+	int fd, r;
+
+	if (strlen(base) + sizeof(".") + 13 + sizeof(".tmp") > sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open_temp(dfd, base, mode, tmp, sizeof(tmp));
+	if (fd < 0)
+		return fd;
+	r = io_write_all(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dfd, tmp, dfd, base) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	return 0;
+}
+
+int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[4096];
+	int dfd, r;
+
+	if (!*base)
+		return -EISDIR;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	r = replace_at(dfd, base, buf, len, mode);
+	/* the rename itself is durable only once the folder is synced */
+	if (r == 0 && fsync(dfd) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
 }
 
 ssize_t io_read(int fd, void *buf, size_t len)

@@ -9,8 +9,28 @@
 
 /* Writes all of buf, retrying EINTR, finishing partial writes, and waiting
  * for room when fd is non-blocking.  A write of at most PIPE_BUF bytes to a
- * pipe is a single write(2), so it is atomic. */
+ * pipe is a single write(2), so it is atomic.  Returns 0 or -errno; -EIO
+ * when write(2) takes nothing without saying why (retrying would spin).
+ *
+ * The wait for room has no deadline, on purpose: it is what a blocking
+ * write does, and the callers write to files and to the pipe or terminal
+ * their user gave them, where a reader that pauses (a pager, a terminal
+ * stopped with ^S) must hold the writer back, not make it drop output or
+ * fail the job.  Peers that may hang use sock.h's writes, which take a
+ * deadline. */
 int io_write_all(int fd, const void *buf, size_t len);
+
+/* Replaces the file at path with one holding buf (created with mode, less
+ * the umask), atomically: a reader finds the old file or the whole new
+ * one, never a part, also after a crash or a full disk.  The data goes to
+ * a temporary file of a unique, unguessable name in path's folder, created
+ * with O_EXCL|O_NOFOLLOW (so a file or link planted there is never
+ * written through), is fsync'ed, renamed over path (a link at path itself
+ * is replaced, not followed), and the folder fsync'ed so the rename
+ * survives a crash.  Every failure before the rename removes the
+ * temporary file.  Returns 0 or -errno; a failure of the last fsync (the
+ * folder's) leaves the new file in place, not yet durable. */
+int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode);
 
 /* read(2) that retries EINTR.  Returns bytes read (0 at EOF) or -errno. */
 ssize_t io_read(int fd, void *buf, size_t len);

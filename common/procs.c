@@ -7,9 +7,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,16 +58,14 @@ static bool proc_is_ours(void)
 	return atoi(buf) == (int)getpid();
 }
 
-/* Every live descendant of root, in *out (malloc'd; free it).  Returns how
- * many, or a negative errno. */
-static int descendants(pid_t root, pid_t **out)
+/* Every process in /proc with its parent, in *out (malloc'd).  Returns
+ * how many, or a negative errno. */
+static int scan(struct pp **out)
 {
 	struct pp *all = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	pid_t *found;
 	DIR *d;
-	int count = 0;
 
 	*out = NULL;
 	if (!proc_is_ours())
@@ -93,46 +93,169 @@ static int descendants(pid_t root, pid_t **out)
 		all[n++] = (struct pp){ pid, ppid };
 	}
 	closedir(d);
+	*out = all;
+	return (int)n;
+}
 
-	/* Mark descendants by repeated passes: ppid of a marked entry or root.
-	 * Marked entries get ppid = root so the test stays one comparison. */
-	for (bool grew = true; grew;) {
-		grew = false;
-		for (size_t i = 0; i < n; i++) {
-			if (all[i].ppid == root || all[i].pid == root)
-				continue;
-			for (size_t j = 0; j < n; j++) {
-				if (all[j].pid == all[i].ppid && all[j].ppid == root && all[j].pid != root) {
-					all[i].ppid = root;
-					grew = true;
-					break;
-				}
-			}
-		}
+static int by_ppid(const void *a, const void *b)
+{
+	pid_t x = ((const struct pp *)a)->ppid, y = ((const struct pp *)b)->ppid;
+
+	return (x > y) - (x < y);
+}
+
+/* The first entry of all (sorted by parent) whose parent is ppid. */
+static size_t first_child(const struct pp *all, size_t n, pid_t ppid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (all[mid].ppid < ppid)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	found = malloc((n ? n : 1) * sizeof(*found));
+	return lo;
+}
+
+/* A descendant: its pid, its parent's, and its parent's index in the list
+ * (-1: the parent is root). */
+struct desc {
+	pid_t pid, ppid;
+	int up;
+};
+
+/* Every live descendant of root, parents before their children, in *out
+ * (malloc'd; free it): one pass over /proc, sorted by parent so that each
+ * process's children are found by a binary search.  The reads of /proc
+ * are not one snapshot: a recycled pid may make a loop of parents, which
+ * is never reached from root (each process is listed once, after its
+ * parent).  Returns how many, or a negative errno. */
+static int descendants(pid_t root, struct desc **out)
+{
+	struct pp *all;
+	struct desc *found;
+	int n = scan(&all), count = 0;
+
+	*out = NULL;
+	if (n < 0)
+		return n;
+	qsort(all, (size_t)n, sizeof(*all), by_ppid);
+	found = malloc((n ? (size_t)n : 1) * sizeof(*found));
 	if (!found) {
 		free(all);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (all[i].ppid == root && all[i].pid != root)
-			found[count++] = all[i].pid;
+	for (int i = -1; i < count; i++) {
+		pid_t parent = i < 0 ? root : found[i].pid;
+
+		for (size_t k = first_child(all, (size_t)n, parent);
+		     k < (size_t)n && all[k].ppid == parent && count < n; k++)
+			if (all[k].pid != root)
+				found[count++] = (struct desc){ all[k].pid, parent, i };
+	}
 	free(all);
 	*out = found;
 	return count;
 }
 
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_send_signal)
+static int pidfd_open(pid_t pid)
+{
+	/* the kernel makes it close-on-exec */
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int fd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, fd, sig, NULL, 0);
+}
+#else
+static int pidfd_open(pid_t pid)
+{
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+}
+
+static int pidfd_signal(int fd, int sig)
+{
+	(void)fd;
+	(void)sig;
+	errno = ENOSYS;
+	return -1;
+}
+#endif
+
+/* Whether the process behind a pidfd has ended (it reads as ready then). */
+static bool pidfd_ended(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/* A pidfd on d's process, taken only while d's pid still names the process
+ * the walk saw: opened first, then d's parent read again, and the parent
+ * still alive behind its own pidfd (fds[d->up]; root is the caller's and
+ * trusted).  A pid that was recycled since the walk then either names a
+ * dead process (the pidfd is stale: signals fail) or fails the check.
+ * Returns the fd, -1 when the process is gone or is another one, or -2
+ * when pidfds are unavailable (no kernel support, no fd left). */
+static int hold(const struct desc *d, const int *fds)
+{
+	pid_t ppid;
+	int fd = pidfd_open(d->pid);
+
+	if (fd < 0)
+		return errno == ESRCH ? -1 : -2;
+	if (d->up >= 0 && (fds[d->up] < 0 || pidfd_ended(fds[d->up]))) {
+		close(fd);
+		return -1;
+	}
+	if (read_ppid(d->pid, &ppid) < 0 || ppid != d->ppid) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Signals every process in list.  All are held (pidfds) before the first
+ * signal: a parent killed first would otherwise fail its children's
+ * check.  Where pidfds are unavailable, kill(2) on the pid as walked. */
+static int signal_all(const struct desc *list, int n, int sig)
+{
+	int *fds = malloc((n ? (size_t)n : 1) * sizeof(*fds)), count = 0;
+
+	if (!fds)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		fds[i] = hold(&list[i], fds);
+	for (int i = 0; i < n; i++) {
+		if (fds[i] >= 0) {
+			if (pidfd_signal(fds[i], sig) == 0)
+				count++;
+			close(fds[i]);
+		} else if (fds[i] == -2 && kill(list[i].pid, sig) == 0) {
+			count++;
+		}
+	}
+	free(fds);
+	return count;
+}
+
 int procs_signal_descendants(pid_t root, int sig)
 {
-	pid_t *pids;
-	int n = descendants(root, &pids), count = 0;
+	struct desc *list;
+	int n = descendants(root, &list), count;
 
-	for (int i = 0; i < n; i++)
-		if (kill(pids[i], sig) == 0)
-			count++;
-	free(pids);
-	return n < 0 ? n : count;
+	if (n < 0)
+		return n;
+	count = signal_all(list, n, sig);
+	free(list);
+	return count;
 }
 
 static int by_pid(const void *a, const void *b)
@@ -144,11 +267,20 @@ static int by_pid(const void *a, const void *b)
 
 int procs_tree(pid_t root, pid_t *pids, int max)
 {
+	struct desc *list;
 	pid_t *all;
-	int n = descendants(root, &all), k = 0;
+	int n = descendants(root, &list), k = 0;
 
 	if (n < 0)
 		return n;
+	all = malloc((n ? (size_t)n : 1) * sizeof(*all));
+	if (!all) {
+		free(list);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		all[i] = list[i].pid;
+	free(list);
 	if (max > 0)
 		pids[k++] = root;
 	qsort(all, (size_t)n, sizeof(*all), by_pid);
@@ -156,6 +288,13 @@ int procs_tree(pid_t root, pid_t *pids, int max)
 		pids[k++] = all[i];
 	free(all);
 	return k;
+}
+
+bool procs_have_children(void)
+{
+	siginfo_t si = { 0 };
+
+	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
 int procs_kill_subtree(void)

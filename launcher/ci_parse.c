@@ -12,7 +12,6 @@
 
 #include "hostlist.h"
 #include "io.h"
-#include "quote.h"
 
 /* ---- messages ---- */
 
@@ -35,11 +34,6 @@ int ci_oom(struct ci_ctx *c)
 	return -ENOMEM;
 }
 
-const char *ci_quote(struct ci_quoted *q, const char *s)
-{
-	return quote_ctl(q->s, sizeof(q->s), s, CI_QUOTE_MAX);
-}
-
 void ci_name_it(char *what, const char *fmt, ...)
 {
 	va_list ap;
@@ -47,15 +41,6 @@ void ci_name_it(char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, CI_WHAT_MAX, fmt, ap);
 	va_end(ap);
-}
-
-void ci_strv_free(char **v, int n)
-{
-	if (!v)
-		return;
-	for (int i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
 }
 
 const char *ci_get(struct ci_ctx *c, const char *name)

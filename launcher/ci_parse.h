@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* Parsing helpers shared by the ClusterInfo sources (ci_*.c) and the
- * hostlist parser, so that every source words its values and its errors
- * alike.  Internal to the launcher.
+/* Parsing helpers shared by the ClusterInfo sources (ci_*.c), so that
+ * every source words its values and its errors alike (the hostlist parser
+ * below them shares ci_util.h).  Internal to the launcher.
  *
  * Every parse_* helper takes the value as the source found it (NULL: absent,
  * which is not an error and leaves out unset), and on success fills out with
@@ -14,12 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "ci_util.h"
 #include "cluster_info.h"
-#include "quote.h"
 
-#define CI_HOST_MAX 253     /* longest DNS name; also our cap for any address */
 #define CI_IFACE_MAX 15     /* IFNAMSIZ - 1 */
-#define CI_QUOTE_MAX 64     /* bytes of a value shown in a message */
 #define CI_WHAT_MAX 320     /* "SLURM_JOB_NODELIST 'gpu[01-04,07],...'" */
 
 /* What a source reads from and where its one error line goes. */
@@ -35,21 +33,11 @@ int ci_fail(struct ci_ctx *c, const char *fmt, ...) __attribute__((format(printf
 /* "out of memory" in err, -ENOMEM. */
 int ci_oom(struct ci_ctx *c);
 
-/* A value as it may appear in a one-line message: control bytes escaped (an
- * environment variable can hold a newline), long values cut. */
-struct ci_quoted {
-	char s[QUOTE_SIZE(CI_QUOTE_MAX)];
-};
-const char *ci_quote(struct ci_quoted *q, const char *s);
-
 /* printf into a CI_WHAT_MAX buffer: the words that name a value. */
 void ci_name_it(char *what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The variable name from the source's environment, NULL when unset. */
 const char *ci_get(struct ci_ctx *c, const char *name);
-
-/* Frees n strings and the array; NULL is fine. */
-void ci_strv_free(char **v, int n);
 
 /* ---- values as one source gives them ---- */
 

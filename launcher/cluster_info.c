@@ -127,49 +127,63 @@ static int take_addrs(struct ci_ctx *c, struct source *ad, struct source *ch, lo
 	return 0;
 }
 
-static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struct cluster_info *out)
+/* For each field, the source that gives it (NULL: none does). */
+struct winners {
+	struct source *nn, *rk, *ad, *ch, *sl, *pt, *ifc, *gp;
+};
+
+static void pick(struct source *src, struct winners *w)
 {
-	struct source *nn = NULL, *rk, *ad = NULL, *ch = NULL, *sl = NULL, *pt = NULL, *ifc = NULL,
-		*gp = NULL;
-	long nnodes;
-	const char *nn_what;
-	int i, this_slots;
-
-	for (i = NSOURCES - 1; i >= 0; i--) {    /* lowest first: the last set wins */
+	*w = (struct winners){ 0 };
+	for (int i = NSOURCES - 1; i >= 0; i--) {    /* lowest first: the last set wins */
 		struct source *s = &src[i];
-		nn = s->nn.set ? s : nn;
-		ad = s->f.addrs.set ? s : ad;
-		ch = s->f.chief.set ? s : ch;
-		sl = s->f.slots.set ? s : sl;
-		pt = s->f.port.set ? s : pt;
-		ifc = s->f.iface.set ? s : ifc;
-		gp = s->f.gpus.set ? s : gp;
+		w->nn = s->nn.set ? s : w->nn;
+		w->ad = s->f.addrs.set ? s : w->ad;
+		w->ch = s->f.chief.set ? s : w->ch;
+		w->sl = s->f.slots.set ? s : w->sl;
+		w->pt = s->f.port.set ? s : w->pt;
+		w->ifc = s->f.iface.set ? s : w->ifc;
+		w->gp = s->f.gpus.set ? s : w->gp;
 	}
-	if (ch && ad && ch > ad)    /* the table is in precedence order */
-		ch = NULL;          /* a lower source's chief: the list wins */
+	if (w->ch && w->ad && w->ch > w->ad)    /* the table is in precedence order */
+		w->ch = NULL;          /* a lower source's chief: the list wins */
+}
 
-	nnodes = nn ? nn->nn.v : 1;
-	nn_what = nn ? nn->nn.what : "the default";
-	out->src_nnodes = nn ? nn->def->id : CI_SRC_DEFAULT;
+/* The node count, the addresses' agreement with it, and this node's rank. */
+static int resolve_nodes(struct ci_ctx *c, struct source *src, struct winners *w,
+			 struct cluster_info *out)
+{
+	long nnodes = w->nn ? w->nn->nn.v : 1;
+	const char *nn_what = w->nn ? w->nn->nn.what : "the default";
 
-	if (ad && ad->f.addrs.n != nnodes)
-		return ci_fail(c, "%s (%d addresses) disagrees with %s (%ld nodes)", ad->f.addrs.what,
-			       ad->f.addrs.n, nn_what, nnodes);
-	if (!ad && !ch && nnodes > 1)
+	out->src_nnodes = w->nn ? w->nn->def->id : CI_SRC_DEFAULT;
+	if (w->ad && w->ad->f.addrs.n != nnodes)
+		return ci_fail(c, "%s (%d addresses) disagrees with %s (%ld nodes)", w->ad->f.addrs.what,
+			       w->ad->f.addrs.n, nn_what, nnodes);
+	if (!w->ad && !w->ch && nnodes > 1)
 		return ci_fail(c, "%s gives %ld nodes but no source names their addresses: pass "
 			       "--addrs host0,host1,... (chief first) or set SLOTRUN_ADDRS, or name "
 			       "the chief alone with --master-addr", nn_what, nnodes);
-	rk = rank_source(src, nnodes);
-	if (rk && rk->f.node_rank.v >= nnodes)
+	w->rk = rank_source(src, nnodes);
+	if (w->rk && w->rk->f.node_rank.v >= nnodes)
 		return ci_fail(c, "%s is out of range: %s names %ld nodes (0..%ld)",
-			       rk->f.node_rank.what, nn_what, nnodes, nnodes - 1);
-	if (!rk && nnodes > 1)
+			       w->rk->f.node_rank.what, nn_what, nnodes, nnodes - 1);
+	if (!w->rk && nnodes > 1)
 		return ci_fail(c, "%s gives %ld nodes but no source names this node's rank: pass "
 			       "--node-rank or set SLOTRUN_NODE_RANK", nn_what, nnodes);
 	out->nnodes = (int)nnodes;
-	out->node_rank = rk ? (int)rk->f.node_rank.v : 0;
-	out->src_node_rank = rk ? rk->def->id : CI_SRC_DEFAULT;
-	out->src_addrs = ad ? ad->def->id : ch ? ch->def->id : CI_SRC_DEFAULT;
+	out->node_rank = w->rk ? (int)w->rk->f.node_rank.v : 0;
+	out->src_node_rank = w->rk ? w->rk->def->id : CI_SRC_DEFAULT;
+	out->src_addrs = w->ad ? w->ad->def->id : w->ch ? w->ch->def->id : CI_SRC_DEFAULT;
+	return 0;
+}
+
+/* The GPUs and this node's slot count, which must agree. */
+static int resolve_slots(struct ci_ctx *c, const struct winners *w, int visible_gpus,
+			 struct cluster_info *out)
+{
+	const struct source *sl = w->sl, *gp = w->gp;
+	const char *nn_what = w->nn ? w->nn->nn.what : "the default";
 
 	if (gp) {
 		out->src_gpus = gp->def->id;
@@ -178,56 +192,73 @@ static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struc
 	} else {
 		out->src_gpus = CI_SRC_DEFAULT;
 	}
-
-	if (sl && sl->f.slots.per_node && sl->f.slots.n != nnodes)
-		return ci_fail(c, "%s has %d entries, but %s gives %ld nodes", sl->f.slots.what,
-			       sl->f.slots.n, nn_what, nnodes);
+	if (sl && sl->f.slots.per_node && sl->f.slots.n != out->nnodes)
+		return ci_fail(c, "%s has %d entries, but %s gives %d nodes", sl->f.slots.what,
+			       sl->f.slots.n, nn_what, out->nnodes);
 	if (sl) {
-		this_slots = sl->f.slots.v[sl->f.slots.per_node ? out->node_rank : 0];
-		if (gp && gp->f.gpus.n > 0 && gp->f.gpus.n != this_slots)
+		out->slots = sl->f.slots.v[sl->f.slots.per_node ? out->node_rank : 0];
+		if (gp && gp->f.gpus.n > 0 && gp->f.gpus.n != out->slots)
 			return ci_fail(c, "%s gives this node %d slots, but %s names %d GPUs",
-				       sl->f.slots.what, this_slots, gp->f.gpus.what, gp->f.gpus.n);
+				       sl->f.slots.what, out->slots, gp->f.gpus.what, gp->f.gpus.n);
 		out->src_slots = sl->def->id;
 	} else if (gp && gp->f.gpus.n > 0) {
-		this_slots = gp->f.gpus.n;
+		out->slots = gp->f.gpus.n;
 		out->src_slots = gp->def->id;
 	} else {
 		/* gpus_none: the source hid the GPUs, so the topology's count
 		 * would be wrong */
-		this_slots = visible_gpus > 0 && !out->gpus_none ? visible_gpus : 1;
-		if (this_slots > CI_MAX_SLOTS)
-			this_slots = CI_MAX_SLOTS;
+		out->slots = visible_gpus > 0 && !out->gpus_none ? visible_gpus : 1;
+		if (out->slots > CI_MAX_SLOTS)
+			out->slots = CI_MAX_SLOTS;
 		out->src_slots = CI_SRC_DEFAULT;
 	}
-	out->slots = this_slots;
+	return 0;
+}
 
-	out->master_port = pt ? (int)pt->f.port.v : CI_DEFAULT_MASTER_PORT;
-	out->src_master_port = pt ? pt->def->id : CI_SRC_DEFAULT;
-	out->src_iface = ifc ? ifc->def->id : CI_SRC_DEFAULT;
+/* Everything is checked: allocate and move.  Only ENOMEM can fail now. */
+static int take(struct ci_ctx *c, const struct winners *w, struct cluster_info *out)
+{
+	const struct source *sl = w->sl;
 
-	/* Everything is checked: allocate and move.  Only ENOMEM can fail now. */
-	out->slot_counts = calloc((size_t)nnodes, sizeof(int));
+	out->slot_counts = calloc((size_t)out->nnodes, sizeof(int));
 	if (!out->slot_counts)
 		return ci_oom(c);
-	for (i = 0; i < nnodes; i++) {
-		int n = sl && sl->f.slots.per_node ? sl->f.slots.v[i] : this_slots;
+	for (int i = 0; i < out->nnodes; i++) {
+		int n = sl && sl->f.slots.per_node ? sl->f.slots.v[i] : out->slots;
 		if (i < out->node_rank)
 			out->rank_base += n;
 		out->world_size += n;
 		out->slot_counts[i] = n;
 	}
-	if (take_addrs(c, ad, ch, nnodes, out) < 0)
+	if (take_addrs(c, w->ad, w->ch, out->nnodes, out) < 0)
 		return -ENOMEM;
-	if (gp && gp->f.gpus.n > 0) {
-		out->gpus = gp->f.gpus.v;
-		gp->f.gpus.v = NULL;
-		gp->f.gpus.n = 0;
+	if (w->gp && w->gp->f.gpus.n > 0) {
+		out->gpus = w->gp->f.gpus.v;
+		w->gp->f.gpus.v = NULL;
+		w->gp->f.gpus.n = 0;
 	}
-	if (ifc) {
-		out->iface = ifc->f.iface.v;
-		ifc->f.iface.v = NULL;
+	if (w->ifc) {
+		out->iface = w->ifc->f.iface.v;
+		w->ifc->f.iface.v = NULL;
 	}
 	return 0;
+}
+
+static int resolve(struct ci_ctx *c, struct source *src, int visible_gpus, struct cluster_info *out)
+{
+	struct winners w;
+	int r;
+
+	pick(src, &w);
+	r = resolve_nodes(c, src, &w, out);
+	if (r == 0)
+		r = resolve_slots(c, &w, visible_gpus, out);
+	if (r < 0)
+		return r;
+	out->master_port = w.pt ? (int)w.pt->f.port.v : CI_DEFAULT_MASTER_PORT;
+	out->src_master_port = w.pt ? w.pt->def->id : CI_SRC_DEFAULT;
+	out->src_iface = w.ifc ? w.ifc->def->id : CI_SRC_DEFAULT;
+	return take(c, &w, out);
 }
 
 int ci_load(const struct ci_flags *flags, const struct ci_env *env, int visible_gpus,

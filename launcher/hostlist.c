@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ci_parse.h"
+#include "ci_util.h"
+#include "cluster_info.h"
 
 #define HL_DIGITS_MAX 9     /* digits of a hostlist number: fits any long */
 
@@ -157,12 +158,52 @@ bad:
 		      ci_quote(&q, inside));
 }
 
+/* The bracket at p, after the literal [lit, p): appends its group to x
+ * and sets *next past the ']'.  Returns 0 or a negative errno; x is the
+ * caller's to free either way. */
+static int hl_add_group(const char *label, const char *all, const char *lit, const char *p,
+			const char *end, struct hl_expr *x, const char **next, char *err,
+			size_t errlen)
+{
+	const char *close = p + 1;
+	struct hl_group *ng;
+	unsigned long cnt;
+	size_t maxw;
+	int r;
+
+	while (close < end && *close != ']' && *close != '[')
+		close++;
+	if (close == end)
+		return hl_err(err, errlen, label, all, "unclosed '['");
+	if (*close == '[')
+		return hl_err(err, errlen, label, all, "'[' inside '[...]'");
+	ng = realloc(x->g, (size_t)(x->ng + 1) * sizeof(*x->g));
+	if (!ng)
+		return -ENOMEM;
+	x->g = ng;
+	memset(&x->g[x->ng], 0, sizeof(x->g[x->ng]));
+	x->g[x->ng].lit = lit;
+	x->g[x->ng].litlen = (size_t)(p - lit);
+	x->ng++;
+	r = hl_parse_group(label, all, p + 1, close, &x->g[x->ng - 1], &cnt, &maxw, err, errlen);
+	if (r < 0)
+		return r;
+	x->maxlen += (size_t)(p - lit) + maxw;
+	/* cnt and x->count are both <= CI_MAX_NODES: no overflow */
+	x->count *= cnt;
+	if (x->count > CI_MAX_NODES)
+		return hl_err(err, errlen, label, all, "expands to more than %d hosts", CI_MAX_NODES);
+	*next = close + 1;
+	return 0;
+}
+
 /* Parses the pattern [p, end), with no top-level comma inside. */
 static int hl_parse_expr(const char *label, const char *all, const char *p, const char *end,
 			 struct hl_expr *x, char *err, size_t errlen)
 {
 	const char *lit = p;
-	int r;
+	struct ci_quoted q;
+	int r = 0;
 
 	memset(x, 0, sizeof(*x));
 	if (p == end) {
@@ -170,71 +211,30 @@ static int hl_parse_expr(const char *label, const char *all, const char *p, cons
 			      p == all && !*end ? "empty host list" : "empty host name");
 	}
 	x->count = 1;
-	while (p < end) {
+	while (p < end && r == 0) {
 		if (*p == '[') {
-			const char *close = p + 1;
-			struct hl_group *ng;
-			unsigned long cnt;
-			size_t maxw;
-
-			while (close < end && *close != ']' && *close != '[')
-				close++;
-			if (close == end) {
-				hl_expr_free(x);
-				return hl_err(err, errlen, label, all, "unclosed '['");
-			}
-			if (*close == '[') {
-				hl_expr_free(x);
-				return hl_err(err, errlen, label, all, "'[' inside '[...]'");
-			}
-			ng = realloc(x->g, (size_t)(x->ng + 1) * sizeof(*x->g));
-			if (!ng) {
-				hl_expr_free(x);
-				return -ENOMEM;
-			}
-			x->g = ng;
-			memset(&x->g[x->ng], 0, sizeof(x->g[x->ng]));
-			x->g[x->ng].lit = lit;
-			x->g[x->ng].litlen = (size_t)(p - lit);
-			x->ng++;
-			r = hl_parse_group(label, all, p + 1, close, &x->g[x->ng - 1], &cnt, &maxw,
-					   err, errlen);
-			if (r < 0) {
-				hl_expr_free(x);
-				return r;
-			}
-			x->maxlen += (size_t)(p - lit) + maxw;
-			/* cnt and x->count are both <= CI_MAX_NODES: no overflow */
-			x->count *= cnt;
-			if (x->count > CI_MAX_NODES) {
-				hl_expr_free(x);
-				return hl_err(err, errlen, label, all, "expands to more than %d hosts",
-					      CI_MAX_NODES);
-			}
-			p = close + 1;
+			r = hl_add_group(label, all, lit, p, end, x, &p, err, errlen);
 			lit = p;
 		} else if (*p == ']') {
-			hl_expr_free(x);
-			return hl_err(err, errlen, label, all, "']' without '['");
+			r = hl_err(err, errlen, label, all, "']' without '['");
 		} else if (!hl_lit_ok(*p)) {
-			struct ci_quoted q;
 			char ch[2] = { *p, '\0' };
-			hl_expr_free(x);
-			return hl_err(err, errlen, label, all, "unexpected character '%s'",
-				      ci_quote(&q, ch));
+			r = hl_err(err, errlen, label, all, "unexpected character '%s'", ci_quote(&q, ch));
 		} else {
 			p++;
 		}
 	}
-	x->tail = lit;
-	x->taillen = (size_t)(end - lit);
-	x->maxlen += x->taillen;
-	if (x->maxlen > CI_HOST_MAX) {
-		hl_expr_free(x);
-		return hl_err(err, errlen, label, all, "a host name longer than %d characters",
-			      CI_HOST_MAX);
+	if (r == 0) {
+		x->tail = lit;
+		x->taillen = (size_t)(end - lit);
+		x->maxlen += x->taillen;
+		if (x->maxlen > CI_HOST_MAX)
+			r = hl_err(err, errlen, label, all, "a host name longer than %d characters",
+				   CI_HOST_MAX);
 	}
-	return 0;
+	if (r < 0)
+		hl_expr_free(x);
+	return r;
 }
 
 /* The end of the pattern starting at p: the next comma outside brackets. */

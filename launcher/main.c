@@ -89,9 +89,11 @@ static void hold_std_fds(void)
 
 	while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2) {
 		int keep = fcntl(fd, F_DUPFD, 3);
-		/* fds 0..2 must not be CLOEXEC: dup over themselves without it */
+		/* fds 0..2 must not be CLOEXEC: dup over themselves without it.
+		 * Should that fail, the CLOEXEC one still holds the number,
+		 * which is what matters here; workers get their own stdio. */
 		if (keep >= 0) {
-			dup2(keep, fd);
+			(void)dup2(keep, fd);
 			close(keep);
 		}
 	}
@@ -256,6 +258,7 @@ static int read_secret_file(struct launch *l)
 	const char *path = l->o.secret_file;
 	char *text = io_read_file(path, 64 * 1024);
 	size_t n;
+	int r;
 
 	if (!text) {
 		snprintf(l->err, sizeof(l->err), "--secret-file %s: %s", path,
@@ -263,15 +266,13 @@ static int read_secret_file(struct launch *l)
 		return fail(2, l->err);
 	}
 	n = strcspn(text, "\r\n");
-	if (n == 0 || n >= sizeof(l->secret.value))
-		snprintf(l->err, sizeof(l->err), "--secret-file %s: the first line is %s", path,
-			 n ? "longer than 127 bytes" : "empty");
-	else
-		snprintf(l->secret.value, sizeof(l->secret.value), "%.*s", (int)n, text);
+	r = plan_secret_given(&l->secret, text, n);
 	free(text);
-	if (n == 0 || n >= sizeof(l->secret.value))
+	if (r < 0) {
+		snprintf(l->err, sizeof(l->err), "--secret-file %s: the first line is %s", path,
+			 r == -E2BIG ? PLAN_SECRET_TOO_LONG : "empty");
 		return fail(2, l->err);
-	l->secret.kind = PLAN_SECRET_GIVEN;
+	}
 	return GO_ON;
 }
 
@@ -284,8 +285,8 @@ static int build_plan(struct launch *l)
 	if (l->o.secret_file) {
 		if ((code = read_secret_file(l)) != GO_ON)
 			return code;
-	} else {
-		plan_job_secret(&l->ci, &ci_process_env, &l->secret);
+	} else if (plan_job_secret(&l->ci, &ci_process_env, &l->secret) < 0) {
+		return fail(2, "SLOTRUN_JOB_SECRET is " PLAN_SECRET_TOO_LONG ": give a shorter one");
 	}
 	code = place_slots(l, &tslots);
 	if (code != GO_ON)

@@ -180,67 +180,95 @@ static const char *flag_or_env(const char *flag, const char *flagname, const str
 }
 
 
-int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
-	      char *err, size_t errlen)
-{
-	const char *grace = NULL, *bind = NULL, *join = NULL, *hb = NULL, *port = NULL, *what, *v;
-	const char *restarts = NULL, *delay = NULL, *restart_on = NULL, *hang = NULL;
-	int c;
+/* Values given as text, flag or variable, read after all the flags. */
+struct raw {
+	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang;
+};
 
-	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
-			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
-	restart_init(&o->restart);
-	if (parse_bool("SLOTRUN_NO_WRAP", nonempty(env, "SLOTRUN_NO_WRAP"), &o->no_wrap, err, errlen) < 0 ||
-	    parse_bool("SLOTRUN_DRY_RUN", nonempty(env, "SLOTRUN_DRY_RUN"), &o->dry_run, err, errlen) < 0 ||
-	    parse_bool("SLOTRUN_REPORT_BINDINGS", nonempty(env, "SLOTRUN_REPORT_BINDINGS"),
-		       &o->report_bindings, err, errlen) < 0 ||
-	    parse_bool("SLOTRUN_NO_PYTHON", nonempty(env, "SLOTRUN_NO_PYTHON"), &o->no_python, err,
-		       errlen) < 0)
-		return -EINVAL;
+/* The booleans and paths that come from variables; flags override them. */
+static int from_env(const struct ci_env *env, struct options *o, char *err, size_t errlen)
+{
+	const struct { const char *var; bool *out; } bools[] = {
+		{ "SLOTRUN_NO_WRAP", &o->no_wrap },
+		{ "SLOTRUN_DRY_RUN", &o->dry_run },
+		{ "SLOTRUN_REPORT_BINDINGS", &o->report_bindings },
+		{ "SLOTRUN_NO_PYTHON", &o->no_python },
+	};
+
+	for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
+		if (parse_bool(bools[i].var, nonempty(env, bools[i].var), bools[i].out, err, errlen) < 0)
+			return -EINVAL;
 	o->log_dir = nonempty(env, "SLOTRUN_LOG_DIR");
 	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
 	o->error_file = nonempty(env, "SLOTRUN_ERROR_FILE");
 	o->secret_file = nonempty(env, "SLOTRUN_SECRET_FILE");
+	return 0;
+}
+
+/* ClusterInfo's flags, each with how it was spelled.  false: c is not one. */
+static bool ci_flag(int c, struct ci_flags *f)
+{
+	switch (c) {
+	case O_SLOTS: set_as(&f->slots, &f->slots_flag, NULL); break;
+	case O_NPROC_DASH: set_as(&f->slots, &f->slots_flag, "--nproc-per-node"); break;
+	case O_NPROC_UNDERSCORE: set_as(&f->slots, &f->slots_flag, "--nproc_per_node"); break;
+	case O_NNODES: f->nnodes = optarg; break;
+	case O_NODE_RANK: set_as(&f->node_rank, &f->node_rank_flag, NULL); break;
+	case O_NODE_RANK_UNDERSCORE: set_as(&f->node_rank, &f->node_rank_flag, "--node_rank"); break;
+	case O_ADDRS: f->addrs = optarg; break;
+	case O_MASTER_ADDR: set_as(&f->master_addr, &f->master_addr_flag, NULL); break;
+	case O_MASTER_ADDR_UNDERSCORE:
+		set_as(&f->master_addr, &f->master_addr_flag, "--master_addr");
+		break;
+	case O_MASTER_PORT: set_as(&f->master_port, &f->master_port_flag, NULL); break;
+	case O_MASTER_PORT_UNDERSCORE:
+		set_as(&f->master_port, &f->master_port_flag, "--master_port");
+		break;
+	case O_IFACE: f->iface = optarg; break;
+	default: return false;
+	}
+	return true;
+}
+
+/* slotrun's own flags.  false: c is not one. */
+static bool own_flag(int c, struct options *o, struct raw *raw)
+{
+	switch (c) {
+	case O_NO_PYTHON: o->no_python = true; break;
+	case O_GRACE: raw->grace = optarg; break;
+	case O_NO_WRAP: o->no_wrap = true; break;
+	case O_LOG_DIR: o->log_dir = optarg; break;
+	case O_RANKS_FILTER: o->ranks_filter = optarg; break;
+	case O_DRY_RUN: o->dry_run = true; break;
+	case O_ERROR_FILE: o->error_file = optarg; break;
+	case O_BIND: raw->bind = optarg; break;
+	case O_REPORT_BINDINGS: o->report_bindings = true; break;
+	case O_CONTROL_PORT: raw->port = optarg; break;
+	case O_JOIN_TIMEOUT: raw->join = optarg; break;
+	case O_HB_TIMEOUT: raw->hb = optarg; break;
+	case O_SECRET_FILE: o->secret_file = optarg; break;
+	case O_MAX_RESTARTS: raw->restarts = optarg; break;
+	case O_RESTART_DELAY: raw->delay = optarg; break;
+	case O_RESTART_ON: raw->restart_on = optarg; break;
+	case O_HANG_TIMEOUT: raw->hang = optarg; break;
+	default: return false;
+	}
+	return true;
+}
+
+/* Every flag up to the command.  Returns OPT_RUN, OPT_EXIT_OK after
+ * --help or --version, or -EINVAL. */
+static int read_flags(int argc, char **argv, struct options *o, struct raw *raw, char *err,
+		      size_t errlen)
+{
+	int c;
 
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		if (ci_flag(c, &o->ci) || own_flag(c, o, raw))
+			continue;
 		switch (c) {
-		case O_SLOTS: set_as(&o->ci.slots, &o->ci.slots_flag, NULL); break;
-		case O_NPROC_DASH: set_as(&o->ci.slots, &o->ci.slots_flag, "--nproc-per-node"); break;
-		case O_NPROC_UNDERSCORE: set_as(&o->ci.slots, &o->ci.slots_flag, "--nproc_per_node"); break;
-		case O_NNODES: o->ci.nnodes = optarg; break;
-		case O_NODE_RANK: set_as(&o->ci.node_rank, &o->ci.node_rank_flag, NULL); break;
-		case O_NODE_RANK_UNDERSCORE:
-			set_as(&o->ci.node_rank, &o->ci.node_rank_flag, "--node_rank");
-			break;
-		case O_ADDRS: o->ci.addrs = optarg; break;
-		case O_MASTER_ADDR: set_as(&o->ci.master_addr, &o->ci.master_addr_flag, NULL); break;
-		case O_MASTER_ADDR_UNDERSCORE:
-			set_as(&o->ci.master_addr, &o->ci.master_addr_flag, "--master_addr");
-			break;
-		case O_MASTER_PORT: set_as(&o->ci.master_port, &o->ci.master_port_flag, NULL); break;
-		case O_MASTER_PORT_UNDERSCORE:
-			set_as(&o->ci.master_port, &o->ci.master_port_flag, "--master_port");
-			break;
-		case O_NO_PYTHON: o->no_python = true; break;
-		case O_IFACE: o->ci.iface = optarg; break;
-		case O_GRACE: grace = optarg; break;
-		case O_NO_WRAP: o->no_wrap = true; break;
-		case O_LOG_DIR: o->log_dir = optarg; break;
-		case O_RANKS_FILTER: o->ranks_filter = optarg; break;
-		case O_DRY_RUN: o->dry_run = true; break;
-		case O_ERROR_FILE: o->error_file = optarg; break;
-		case O_BIND: bind = optarg; break;
-		case O_REPORT_BINDINGS: o->report_bindings = true; break;
-		case O_CONTROL_PORT: port = optarg; break;
-		case O_JOIN_TIMEOUT: join = optarg; break;
-		case O_HB_TIMEOUT: hb = optarg; break;
-		case O_SECRET_FILE: o->secret_file = optarg; break;
-		case O_MAX_RESTARTS: restarts = optarg; break;
-		case O_RESTART_DELAY: delay = optarg; break;
-		case O_RESTART_ON: restart_on = optarg; break;
-		case O_HANG_TIMEOUT: hang = optarg; break;
 		case 'h':
 			fputs(opt_usage, stdout);
 			return OPT_EXIT_OK;
@@ -255,58 +283,95 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 			return -EINVAL;
 		}
 	}
-	{
-		const struct { const char *flag, *name, *var; double lo, hi; double *out; } secs[] = {
-			{ grace, "--grace", "SLOTRUN_GRACE", 0, 86400, &o->grace },
-			{ join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
-			{ hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
-			{ delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
-			{ hang, "--hang-timeout", "SLOTRUN_HANG_TIMEOUT", 0, 604800, &o->hang_timeout },
-		};
+	return OPT_RUN;
+}
 
-		for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
-			if ((v = flag_or_env(secs[i].flag, secs[i].name, env, secs[i].var, &what)) &&
-			    parse_seconds(what, v, secs[i].lo, secs[i].hi, secs[i].out, err, errlen) < 0)
-				return -EINVAL;
-	}
-	if ((v = flag_or_env(restarts, "--max-restarts", env, "SLOTRUN_MAX_RESTARTS", &what))) {
-		long n;
+static int read_seconds(const struct ci_env *env, struct options *o, const struct raw *raw,
+			char *err, size_t errlen)
+{
+	const struct { const char *flag, *name, *var; double lo, hi; double *out; } secs[] = {
+		{ raw->grace, "--grace", "SLOTRUN_GRACE", 0, 86400, &o->grace },
+		{ raw->join, "--join-timeout", "SLOTRUN_JOIN_TIMEOUT", 0.1, 86400, &o->join_timeout },
+		{ raw->hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
+		{ raw->delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
+		{ raw->hang, "--hang-timeout", "SLOTRUN_HANG_TIMEOUT", 0, 604800, &o->hang_timeout },
+	};
+	const char *what, *v;
 
+	for (size_t i = 0; i < sizeof(secs) / sizeof(secs[0]); i++)
+		if ((v = flag_or_env(secs[i].flag, secs[i].name, env, secs[i].var, &what)) &&
+		    parse_seconds(what, v, secs[i].lo, secs[i].hi, secs[i].out, err, errlen) < 0)
+			return -EINVAL;
+	return 0;
+}
+
+/* The counts, the port, the policy and the binding, flag over variable. */
+static int read_values(const struct ci_env *env, struct options *o, const struct raw *raw,
+		       char *err, size_t errlen)
+{
+	const char *what, *v;
+	long n;
+
+	if ((v = flag_or_env(raw->restarts, "--max-restarts", env, "SLOTRUN_MAX_RESTARTS", &what))) {
 		if (io_parse_long(v, 0, RESTART_MAX, &n) < 0) {
 			snprintf(err, errlen, "%s '%s': expected a count from 0 to %d", what, v, RESTART_MAX);
 			return -EINVAL;
 		}
 		o->restart.max_restarts = (int)n;
 	}
-	if ((v = flag_or_env(restart_on, "--restart-on", env, "SLOTRUN_RESTART_ON", &what)) &&
+	if ((v = flag_or_env(raw->restart_on, "--restart-on", env, "SLOTRUN_RESTART_ON", &what)) &&
 	    restart_parse_on(&o->restart, what, v, err, errlen) < 0)
 		return -EINVAL;
-	if ((v = flag_or_env(port, "--control-port", env, "SLOTRUN_CONTROL_PORT", &what))) {
-		long n;
-
+	if ((v = flag_or_env(raw->port, "--control-port", env, "SLOTRUN_CONTROL_PORT", &what))) {
 		if (io_parse_long(v, 1, 65535, &n) < 0) {
 			snprintf(err, errlen, "%s '%s': expected a port number from 1 to 65535", what, v);
 			return -EINVAL;
 		}
 		o->control_port = (int)n;
 	}
-	if ((bind = flag_or_env(bind, "--bind", env, "SLOTRUN_BIND", &what)) &&
-	    topo_parse_bind(bind, &o->bind) < 0) {
-		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", what, bind);
+	if ((v = flag_or_env(raw->bind, "--bind", env, "SLOTRUN_BIND", &what)) &&
+	    topo_parse_bind(v, &o->bind) < 0) {
+		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", what, v);
 		return -EINVAL;
 	}
-	if (o->secret_file && !*o->secret_file) {
-		snprintf(err, errlen, "--secret-file: expected a path, got an empty string");
+	return 0;
+}
+
+/* A path flag given as an empty string is a mistake, not "none". */
+static int check_paths(const struct options *o, char *err, size_t errlen)
+{
+	const struct { const char *v, *flag, *expected; } paths[] = {
+		{ o->secret_file, "--secret-file", "a path" },
+		{ o->log_dir, "--log-dir", "a directory" },
+		{ o->error_file, "--error-file", "a path" },
+	};
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		if (paths[i].v && !*paths[i].v) {
+			snprintf(err, errlen, "%s: expected %s, got an empty string", paths[i].flag,
+				 paths[i].expected);
+			return -EINVAL;
+		}
+	return 0;
+}
+
+int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
+	      char *err, size_t errlen)
+{
+	struct raw raw = { 0 };
+	int r;
+
+	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
+			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
+	restart_init(&o->restart);
+	if (from_env(env, o, err, errlen) < 0)
 		return -EINVAL;
-	}
-	if (o->log_dir && !*o->log_dir) {
-		snprintf(err, errlen, "--log-dir: expected a directory, got an empty string");
+	r = read_flags(argc, argv, o, &raw, err, errlen);
+	if (r != OPT_RUN)
+		return r;
+	if (read_seconds(env, o, &raw, err, errlen) < 0 || read_values(env, o, &raw, err, errlen) < 0 ||
+	    check_paths(o, err, errlen) < 0)
 		return -EINVAL;
-	}
-	if (o->error_file && !*o->error_file) {
-		snprintf(err, errlen, "--error-file: expected a path, got an empty string");
-		return -EINVAL;
-	}
 	if (optind >= argc && !o->dry_run) {
 		snprintf(err, errlen, "missing COMMAND (e.g. slotrun --slots 2 -- python3 train.py)");
 		return -EINVAL;

@@ -173,8 +173,20 @@ void plan_free(struct plan *p)
 	p->nslots = 0;
 }
 
-void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
-		     struct plan_secret *out)
+int plan_secret_given(struct plan_secret *out, const char *text, size_t len)
+{
+	if (len == 0)
+		return -EINVAL;
+	if (len >= sizeof(out->value))
+		return -E2BIG;
+	memcpy(out->value, text, len);
+	out->value[len] = '\0';
+	out->kind = PLAN_SECRET_GIVEN;
+	return 0;
+}
+
+int plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		    struct plan_secret *out)
 {
 	static const char *const ids[] = { "DET_ALLOCATION_ID", "SLURM_JOB_ID", "DET_TRIAL_ID" };
 	const char *v = env->getenv(env->ctx, PLAN_SECRET_VAR);
@@ -182,16 +194,13 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 	unsigned long h = 5381;
 	char seed[512];
 
-	if (v && *v) {
-		snprintf(out->value, sizeof(out->value), "%s", v);
-		out->kind = PLAN_SECRET_GIVEN;
-		return;
-	}
+	if (v && *v)
+		return plan_secret_given(out, v, strlen(v));
 	if (ci->nnodes == 1 && getrandom(rnd, sizeof(rnd), 0) == (ssize_t)sizeof(rnd)) {
 		for (size_t i = 0; i < sizeof(rnd); i++)
 			snprintf(out->value + 2 * i, sizeof(out->value) - 2 * i, "%02x", rnd[i]);
 		out->kind = PLAN_SECRET_RANDOM;
-		return;
+		return 0;
 	}
 	snprintf(seed, sizeof(seed), "%s:%d", ci->addrs[0], ci->master_port);
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
@@ -203,6 +212,7 @@ void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
 		h = h * 33 + (unsigned char)*q;
 	snprintf(out->value, sizeof(out->value), "derived-%016lx", h);
 	out->kind = PLAN_SECRET_DERIVED;
+	return 0;
 }
 
 char *plan_slot_json(const struct plan *p, int i, char *const *cmd)

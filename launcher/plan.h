@@ -14,7 +14,9 @@
 #include "topology.h"
 
 #define PLAN_SECRET_VAR "SLOTRUN_JOB_SECRET"
-#define PLAN_SECRET_MAX 128    /* with the NUL; a longer given secret is cut */
+#define PLAN_SECRET_MAX 128    /* with the NUL; a longer given secret is refused */
+/* How a secret over the limit is refused, wherever it was given. */
+#define PLAN_SECRET_TOO_LONG "longer than 127 bytes, the most a job secret may be"
 
 struct plan_slot {
 	int rank, local_rank;
@@ -69,13 +71,21 @@ struct plan_secret {
 	enum plan_secret_kind kind;
 };
 
+/* The user's secret, text[0..len) (from SLOTRUN_JOB_SECRET or
+ * --secret-file): 0, -EINVAL when empty, or -E2BIG when len is
+ * PLAN_SECRET_MAX or more (say PLAN_SECRET_TOO_LONG); out is left alone on
+ * an error. */
+int plan_secret_given(struct plan_secret *out, const char *text, size_t len);
+
 /* The rendezvous secret every rank of the job must share: the user's
  * SLOTRUN_JOB_SECRET; else on one node a fresh random one; else one
  * derived from DET_ALLOCATION_ID, SLURM_JOB_ID or DET_TRIAL_ID (the first
  * set), or from the chief's address and port.  A single node whose random
- * source fails falls back to the derived one. */
-void plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
-		     struct plan_secret *out);
+ * source fails falls back to the derived one.  Returns 0, or -E2BIG when
+ * SLOTRUN_JOB_SECRET is too long (out unset): a cut secret would differ
+ * from what the user gave elsewhere. */
+int plan_job_secret(const struct cluster_info *ci, const struct ci_env *env,
+		    struct plan_secret *out);
 
 /* One --dry-run row: a one-line JSON object, malloc'd.  The secret's value
  * is shown as "<secret>".  cmd (NULL-terminated, or NULL to leave it out)

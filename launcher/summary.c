@@ -6,8 +6,8 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "io.h"
 #include "status.h"
 
 static const char *sig_name(int sig, char *buf, size_t len)
@@ -281,29 +281,21 @@ static json_t *job_cause_json(const struct plane_cause *c)
 	return o;
 }
 
-/* Written beside the path and renamed over it, so a reader finds the whole
- * file or none (a full disk leaves no half of one). */
+/* The whole file or none, whatever is planted beside it (io.h). */
 static int write_whole(json_t *root, const char *path)
 {
-	char tmp[4096];
-	FILE *f;
-	int r = 0;
+	char *text = json_dumps(root, JSON_INDENT(2));
+	size_t len;
+	int r;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
-	if (!f)
-		return -errno;
-	errno = 0;
-	if (json_dumpf(root, f, JSON_INDENT(2)) < 0 || fputc('\n', f) == EOF || fflush(f) == EOF ||
-	    fsync(fileno(f)) < 0)
-		r = errno ? -errno : -EIO;
-	if (fclose(f) == EOF && r == 0)
-		r = errno ? -errno : -EIO;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0)
-		unlink(tmp);
+	if (!text) {
+		errno = ENOMEM;
+		return -ENOMEM;
+	}
+	len = strlen(text);
+	text[len] = '\n'; /* over the NUL: the length is known */
+	r = io_replace_file(path, text, len + 1, 0666);
+	free(text);
 	errno = -r;
 	return r;
 }

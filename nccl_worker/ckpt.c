@@ -13,7 +13,6 @@
 #include "model.h"
 
 #define CKPT_FLAG_FP16 1u
-#define CKPT_TMP CKPT_FILE ".tmp"
 
 uint32_t ckpt_crc32c(uint32_t crc, const void *buf, size_t len)
 {
@@ -269,44 +268,16 @@ static int io_fail(int e, const char *what, const char *dir, const char *name, c
 
 int ckpt_write_file(const char *dir, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
-	int dfd, fd, r, e;
+	char path[4096];
+	int r;
 
 	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
 		return io_fail(errno, "create", dir, NULL, err, errlen);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return io_fail(errno, "open", dir, NULL, err, errlen);
-	fd = openat(dfd, CKPT_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		e = errno;
-		close(dfd);
-		return io_fail(e, "create", dir, CKPT_TMP, err, errlen);
-	}
-	r = io_write_all(fd, buf, len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(dfd, CKPT_TMP, 0);
-		close(dfd);
-		return io_fail(-r, "write", dir, CKPT_TMP, err, errlen);
-	}
-	if (renameat(dfd, CKPT_TMP, dfd, CKPT_FILE) < 0) {
-		e = errno;
-		unlinkat(dfd, CKPT_TMP, 0);
-		close(dfd);
-		snprintf(err, errlen, "cannot rename %s/%s to %s: %s", dir, CKPT_TMP, CKPT_FILE,
-			 strerror(e));
-		return -e;
-	}
-	/* the rename itself is durable only once the folder is synced */
-	if (fsync(dfd) < 0) {
-		e = errno;
-		close(dfd);
-		return io_fail(e, "sync the folder", dir, NULL, err, errlen);
-	}
-	close(dfd);
+	if (snprintf(path, sizeof(path), "%s/" CKPT_FILE, dir) >= (int)sizeof(path))
+		return io_fail(ENAMETOOLONG, "write", dir, CKPT_FILE, err, errlen);
+	r = io_replace_file(path, buf, len, 0644);
+	if (r < 0)
+		return io_fail(-r, "write", dir, CKPT_FILE, err, errlen);
 	return 0;
 }
 

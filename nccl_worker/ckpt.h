@@ -94,9 +94,9 @@ int ckpt_config_diff(const struct ckpt_config *have, const struct ckpt_config *w
 		     size_t errlen);
 
 /* Writes buf as DIR/train.ckpt, atomically and durably: creates DIR when
- * missing (one level), writes DIR/train.ckpt.tmp, fsyncs it, renames it
- * over DIR/train.ckpt and fsyncs DIR.  A crash at any point leaves the old
- * checkpoint or the new one, never a torn one. */
+ * missing (one level), then io_replace_file: a temporary file in DIR,
+ * fsync'ed, renamed over DIR/train.ckpt, DIR fsync'ed.  A crash at any
+ * point leaves the old checkpoint or the new one, never a torn one. */
 int ckpt_write_file(const char *dir, const uint8_t *buf, size_t len, char *err, size_t errlen);
 
 /* Reads DIR/train.ckpt into a malloc'd *buf: -ENOENT when there is none

@@ -22,15 +22,6 @@ static void tell(int fd, const struct guard_msg *m)
 		(void)io_write_all(fd, m, sizeof(*m));
 }
 
-/* ECHILD is exact here: every live descendant has an ancestor that is our
- * child (we are their subreaper). */
-static bool have_children(void)
-{
-	siginfo_t si = { 0 };
-
-	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
-}
-
 /* Whether the watched process has ended (a zombie has).  The pidfd, taken
  * while it lived, cannot name another process; /proc is the fallback on
  * kernels without pidfd_open. */
@@ -77,32 +68,18 @@ static int keep_foreground(void *ctx)
 	return 0;
 }
 
-noreturn void guard_run(const struct guard_cfg *c)
+/* Starts the command and tells wrap_rank whether it did.  Returns its pid,
+ * or 0 when it did not start. */
+static pid_t start_command(const struct guard_cfg *c, pid_t *pgrp)
 {
 	struct guard_msg m = { .kind = GUARD_STARTED, .stage = CHILD_OK };
-	pid_t parent = c->wrap, pgrp = getpgrp(), cmd = 0;
-	int msg_fd = c->msg_fd, sfd, report, pidfd, devnull, e;
-	bool done = false;
-	sigset_t blocked;
-	struct child_spec spec;
-
-	for (const int *fd = c->close_fds; *fd >= 0; fd++)
-		close(*fd);
-	/* Everything wrap_rank handles is blocked already: read it all. */
-	sigprocmask(SIG_BLOCK, NULL, &blocked);
-	sfd = signalfd(-1, &blocked, SFD_CLOEXEC);
-	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-	pidfd = c->watched > 1 ? (int)syscall(SYS_pidfd_open, c->watched, 0) : -1;
-	if (pidfd >= 0)
-		(void)fcntl(pidfd, F_SETFD, FD_CLOEXEC);
-	/* wrap_rank may have died before prctl took effect. */
-	if (prctl(PR_SET_PDEATHSIG, GUARD_DEATH_SIGNAL) < 0 || getppid() != parent || sfd < 0)
-		_exit(1);
-
-	spec = (struct child_spec){
+	struct child_spec spec = {
 		.argv = c->argv, .mask = c->mask, .sigpipe = c->sigpipe, .death_signal = SIGKILL,
-		.stdio = { -1, c->out_fd, c->err_fd }, .prepare = keep_foreground, .ctx = &pgrp,
+		.stdio = { -1, c->out_fd, c->err_fd }, .prepare = keep_foreground, .ctx = pgrp,
 	};
+	pid_t cmd = 0;
+	int report, e;
+
 	e = child_start(&spec, &cmd, &report);
 	if (e < 0) {
 		m.stage = CHILD_SETUP;
@@ -112,10 +89,17 @@ noreturn void guard_run(const struct guard_cfg *c)
 		m.pid = cmd;
 		m.stage = child_read_report(report, &m.err);
 	}
-	tell(msg_fd, &m);
-	/* Our stdio is wrap_rank's, and someone may wait for its EOF (slotrun
-	 * reads it): we may outlive wrap_rank. */
-	devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+	tell(c->msg_fd, &m);
+	return cmd;
+}
+
+/* Our stdio is wrap_rank's, and someone may wait for its EOF (slotrun
+ * reads it): we may outlive wrap_rank.  So /dev/null instead, and the
+ * command's output fds closed. */
+static void let_go_of_output(const struct guard_cfg *c)
+{
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
 	for (int fd = 0; fd < 3 && devnull >= 0; fd++)
 		dup2(devnull, fd);
 	if (devnull > 2)
@@ -124,36 +108,66 @@ noreturn void guard_run(const struct guard_cfg *c)
 		close(c->out_fd);
 	if (c->err_fd > 2 && c->err_fd != c->out_fd)
 		close(c->err_fd);
+}
+
+/* SIGCHLD: reaps; the command's end is told to wrap_rank once (*msg_fd
+ * then -1).  Exits once no child is left after the command's end. */
+static void on_sigchld(pid_t cmd, bool *done, int *msg_fd)
+{
+	struct guard_msg m = { 0 };
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		if (pid != cmd)
+			continue; /* an adopted orphan */
+		*done = true;
+		m = (struct guard_msg){ .kind = GUARD_EXITED, .pid = cmd, .status = st };
+	}
+	if (*done && *msg_fd >= 0) {
+		m.alone = !procs_have_children();
+		tell(*msg_fd, &m);
+		close(*msg_fd);
+		*msg_fd = -1;
+	}
+	if (*done && !procs_have_children())
+		_exit(0);
+}
+
+noreturn void guard_run(const struct guard_cfg *c)
+{
+	pid_t parent = c->wrap, pgrp = getpgrp(), cmd;
+	int msg_fd = c->msg_fd, sfd, pidfd;
+	bool done = false;
+	sigset_t blocked;
+
+	for (const int *fd = c->close_fds; *fd >= 0; fd++)
+		close(*fd);
+	/* Everything wrap_rank handles is blocked already: read it all. */
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	sfd = signalfd(-1, &blocked, SFD_CLOEXEC);
+	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+	/* close-on-exec: the kernel sets it on every pidfd */
+	pidfd = c->watched > 1 ? (int)syscall(SYS_pidfd_open, c->watched, 0) : -1;
+	/* wrap_rank may have died before prctl took effect. */
+	if (prctl(PR_SET_PDEATHSIG, GUARD_DEATH_SIGNAL) < 0 || getppid() != parent || sfd < 0)
+		_exit(1);
+
+	cmd = start_command(c, &pgrp);
+	let_go_of_output(c);
 	if (!cmd) {
-		m = (struct guard_msg){ .kind = GUARD_EXITED, .status = 1 << 8, .alone = true };
+		struct guard_msg m = { .kind = GUARD_EXITED, .status = 1 << 8, .alone = true };
+
 		tell(msg_fd, &m);
 		_exit(0);
 	}
-
 	for (;;) {
 		struct signalfd_siginfo si;
 
 		if (io_read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 			contain(cmd);
-		if (si.ssi_signo == SIGCHLD) {
-			int st;
-			pid_t pid;
-
-			while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-				if (pid != cmd)
-					continue; /* an adopted orphan */
-				done = true;
-				m = (struct guard_msg){ .kind = GUARD_EXITED, .pid = cmd, .status = st };
-			}
-			if (done && msg_fd >= 0) {
-				m.alone = !have_children();
-				tell(msg_fd, &m);
-				close(msg_fd);
-				msg_fd = -1;
-			}
-			if (done && !have_children())
-				_exit(0);
-		}
+		if (si.ssi_signo == SIGCHLD)
+			on_sigchld(cmd, &done, &msg_fd);
 		/* Every wake-up looks at the parent; SIGTERM may be slotrun's
 		 * stop as well as our parent's death. */
 		if (getppid() == parent)

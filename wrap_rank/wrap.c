@@ -12,13 +12,13 @@
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "child.h"
+#include "clock.h"
 #include "guard.h"
 #include "io.h"
-#include "line_splitter.h"
+#include "relay.h"
 #include "status.h"
 
 int wrap_resolve_rank(const char *spec, long *rank, char *err, size_t errlen)
@@ -75,51 +75,6 @@ fail:
 	return -e;
 }
 
-/* One output stream: the read end of the command's pipe and its splitter. */
-struct stream {
-	int fd;             /* -1 once closed */
-	int sink;
-	struct line_splitter ls;
-};
-
-static int write_sink(void *ctx, const char *buf, size_t len)
-{
-	return io_write_all(*(int *)ctx, buf, len);
-}
-
-static void stream_close(struct stream *s, bool flush)
-{
-	if (s->fd < 0)
-		return;
-	if (flush)
-		(void)ls_finish(&s->ls);
-	close(s->fd);
-	s->fd = -1;
-}
-
-/* Reads what is there and writes it out.  A sink that can no longer be
- * written (EPIPE: the reader went away) closes the stream, so the command
- * gets EPIPE/SIGPIPE as it would without wrap_rank. */
-static void stream_pump(struct stream *s, char *buf, size_t cap)
-{
-	ssize_t n = io_read(s->fd, buf, cap);
-
-	if (n <= 0) {
-		stream_close(s, true);
-		return;
-	}
-	if (ls_feed(&s->ls, buf, (size_t)n) < 0)
-		stream_close(s, false);
-}
-
-static long long now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
 
 /* Starts the guard (guard.h), which starts the command, and returns what
@@ -171,75 +126,104 @@ static int guard_result(int msg_r, pid_t guard, bool *guard_reaped, bool *alone)
 	}
 	*alone = true;
 	if (!*guard_reaped) {
-		while (waitpid(guard, &st, 0) < 0 && errno == EINTR)
+		pid_t r;
+
+		while ((r = waitpid(guard, &st, 0)) < 0 && errno == EINTR)
 			;
 		*guard_reaped = true;
-		return st;
+		if (r == guard)
+			return st;
 	}
-	return SIGKILL;
+	return SIGKILL; /* its status is lost: as if killed, which it was */
 }
 
-int wrap_run(const struct wrap_opts *o)
+/* One wrap_run: what its steps share. */
+struct run {
+	const struct wrap_opts *o;
+	struct relay_stream streams[2];
+	sigset_t orig_mask;            /* as wrap_rank was started */
+	struct sigaction orig_pipe;
+	int pout[2], perr[2];          /* the command's stdout and stderr pipes */
+	int sfd, msg_r;                /* our signals; the guard's messages */
+	pid_t guard, cmd;
+	bool done;                     /* the guard reported the command's end */
+	bool guard_reaped, alone;
+	double linger_end;             /* clock_mono(): stop reading then */
+	int status;                    /* the command's wait status */
+};
+
+/* Blocks what we forward or handle (read through a signalfd) and ignores
+ * SIGPIPE (a reader that went away is an EPIPE to handle); *handled gets
+ * the signalfd's set. */
+static void block_signals(struct run *r, sigset_t *handled)
 {
-	static char buf[1 << 18];
-	struct stream streams[2] = { { .fd = -1 }, { .fd = -1 } };
-	sigset_t block, orig_mask, cmd_mask;
-	struct sigaction ign = { .sa_handler = SIG_IGN }, orig_pipe;
-	struct guard_msg m;
-	int pout[2] = { -1, -1 }, perr[2] = { -1, -1 }, close_fds[8], nclose = 0;
-	int sfd, msg_r = -1, e, status = 0;
-	pid_t guard = -1, cmd;
-	bool done = false, guard_reaped = false, alone = true;
-	long long linger_end = 0;
-	char prefix[LS_PREFIX_MAX];
+	struct sigaction ign = { .sa_handler = SIG_IGN };
 
-	sigemptyset(&block);
+	sigemptyset(handled);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
-		sigaddset(&block, forwarded[i]);
-	sigaddset(&block, SIGCHLD);
-	sigaddset(&block, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &block, &orig_mask);
-	sigdelset(&block, SIGTTOU);
-	sigaction(SIGPIPE, &ign, &orig_pipe);
+		sigaddset(handled, forwarded[i]);
+	sigaddset(handled, SIGCHLD);
+	sigaddset(handled, SIGTTOU);
+	sigprocmask(SIG_BLOCK, handled, &r->orig_mask);
+	sigdelset(handled, SIGTTOU);
+	sigaction(SIGPIPE, &ign, &r->orig_pipe);
+}
 
-	sfd = signalfd(-1, &block, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0 || (!o->no_prefix && (pipe2(pout, O_CLOEXEC) < 0 || pipe2(perr, O_CLOEXEC) < 0))) {
-		fprintf(stderr, "wrap_rank: cannot set up pipes: %s\n", strerror(errno));
-		return 1;
-	}
+/* The signalfd and, unless the command writes to our fds itself, its two
+ * output pipes.  Returns 0 or -errno. */
+static int open_channels(struct run *r, const sigset_t *handled)
+{
+	const struct wrap_opts *o = r->o;
+
+	r->sfd = signalfd(-1, handled, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (r->sfd < 0)
+		return -errno;
+	if (!o->no_prefix && (pipe2(r->pout, O_CLOEXEC) < 0 || pipe2(r->perr, O_CLOEXEC) < 0))
+		return -errno;
 	/* Deeper pipes mean fewer wake-ups per megabyte, on the command's
 	 * side and on our reader's when our output is a pipe; best effort
 	 * (fails harmlessly on a non-pipe or over the user's pipe quota). */
 	if (!o->no_prefix) {
-		(void)fcntl(pout[0], F_SETPIPE_SZ, 1 << 20);
+		(void)fcntl(r->pout[0], F_SETPIPE_SZ, 1 << 20);
 		(void)fcntl(o->out_fd, F_SETPIPE_SZ, 1 << 20);
 	}
+	return 0;
+}
+
+/* Starts the guard and so the command.  Returns -1 when the command runs,
+ * else wrap_rank's exit status, the reason said on stderr. */
+static int launch(struct run *r)
+{
+	const struct wrap_opts *o = r->o;
+	int close_fds[8], nclose = 0, e;
+	sigset_t cmd_mask;
+	struct guard_msg m;
 
 	/* The command leads its own process group so that a forwarded signal
 	 * reaches it (and what it started) exactly once, even when the sender
 	 * signalled wrap_rank's whole group.  It must see the signals we
 	 * forward even if wrap_rank was started with them blocked. */
-	cmd_mask = orig_mask;
+	cmd_mask = r->orig_mask;
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigdelset(&cmd_mask, forwarded[i]);
-	close_fds[nclose++] = sfd;
+	close_fds[nclose++] = r->sfd;
 	if (!o->no_prefix) {
-		close_fds[nclose++] = pout[0];
-		close_fds[nclose++] = perr[0];
+		close_fds[nclose++] = r->pout[0];
+		close_fds[nclose++] = r->perr[0];
 		if (o->out_fd > 2)
 			close_fds[nclose++] = o->out_fd;
 		if (o->err_fd > 2 && o->err_fd != o->out_fd)
 			close_fds[nclose++] = o->err_fd;
 	}
 	close_fds[nclose] = -1;
-	e = start_guard(o, &cmd_mask, &orig_pipe, !o->no_prefix ? pout[1] : o->out_fd,
-			!o->no_prefix ? perr[1] : o->err_fd, close_fds, &guard, &msg_r, &m);
+	e = start_guard(o, &cmd_mask, &r->orig_pipe, !o->no_prefix ? r->pout[1] : o->out_fd,
+			!o->no_prefix ? r->perr[1] : o->err_fd, close_fds, &r->guard, &r->msg_r, &m);
 	if (!o->no_prefix) {
-		close(pout[1]);
-		close(perr[1]);
+		close(r->pout[1]);
+		close(r->perr[1]);
 	}
 	if (e == -ECHILD) {
-		(void)guard_result(msg_r, guard, &guard_reaped, &alone);
+		(void)guard_result(r->msg_r, r->guard, &r->guard_reaped, &r->alone);
 		fprintf(stderr, "wrap_rank: rank %ld: cannot start '%s': the guard process died\n",
 			o->rank, o->argv[0]);
 		return 1;
@@ -252,81 +236,111 @@ int wrap_run(const struct wrap_opts *o)
 		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
 			o->argv[0], strerror(m.err));
 		if (!o->no_prefix) {
-			close(pout[0]);
-			close(perr[0]);
+			close(r->pout[0]);
+			close(r->perr[0]);
 		}
-		(void)guard_result(msg_r, guard, &guard_reaped, &alone);
-		while (!guard_reaped && waitpid(guard, NULL, 0) < 0 && errno == EINTR)
+		(void)guard_result(r->msg_r, r->guard, &r->guard_reaped, &r->alone);
+		while (!r->guard_reaped && waitpid(r->guard, NULL, 0) < 0 && errno == EINTR)
 			;
 		return m.err == ENOENT ? 127 : 126;
 	}
-	cmd = m.pid;
+	r->cmd = m.pid;
+	return -1;
+}
 
-	snprintf(prefix, sizeof(prefix), "[rank=%ld] ", o->rank);
-	if (!o->no_prefix) {
-		streams[0] = (struct stream){ .fd = pout[0], .sink = o->out_fd };
-		streams[1] = (struct stream){ .fd = perr[0], .sink = o->err_fd };
-		for (int i = 0; i < 2; i++)
-			ls_init(&streams[i].ls, prefix, write_sink, &streams[i].sink);
-	}
+/* SIGCHLD reaps the guard when it exits; the rest go to the command's
+ * group (or the command alone, should the group be gone) until it ends. */
+static void on_signals(struct run *r)
+{
+	struct signalfd_siginfo si;
 
-	while (!done || streams[0].fd >= 0 || streams[1].fd >= 0) {
-		struct pollfd pfd[4] = {
-			{ .fd = sfd, .events = POLLIN },
-			{ .fd = streams[0].fd, .events = POLLIN },
-			{ .fd = streams[1].fd, .events = POLLIN },
-			{ .fd = done ? -1 : msg_r, .events = POLLIN },
-		};
-		int timeout = -1, r;
+	while (io_read(r->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+		int sig = (int)si.ssi_signo;
 
-		if (done) {
-			/* An absolute deadline: a background process that keeps
-			 * printing must not keep wrap_rank (and the rank) alive. */
-			timeout = (int)(linger_end - now_ms());
-			if (timeout < 0)
-				timeout = 0;
+		if (sig == SIGCHLD) {
+			if (!r->guard_reaped && waitpid(r->guard, NULL, WNOHANG) == r->guard)
+				r->guard_reaped = true;
+		} else if (!r->done && kill(-r->cmd, sig) < 0) {
+			(void)kill(r->cmd, sig);
 		}
-		r = poll(pfd, 4, timeout);
+	}
+}
 
-		if (r < 0) {
+/* Relays the command's output and forwards signals until the command has
+ * ended and its pipes closed, or WRAP_LINGER_MS after its end. */
+static void relay_loop(struct run *r)
+{
+	static char buf[1 << 18];
+	struct relay_stream *st = r->streams;
+
+	while (!r->done || st[0].fd >= 0 || st[1].fd >= 0) {
+		struct pollfd pfd[4] = {
+			{ .fd = r->sfd, .events = POLLIN },
+			{ .fd = st[0].fd, .events = POLLIN },
+			{ .fd = st[1].fd, .events = POLLIN },
+			{ .fd = r->done ? -1 : r->msg_r, .events = POLLIN },
+		};
+		int timeout = -1, n;
+
+		/* An absolute deadline: a background process that keeps
+		 * printing must not keep wrap_rank (and the rank) alive. */
+		if (r->done) {
+			double left = r->linger_end - clock_mono();
+
+			timeout = left > 0 ? (int)(left * 1000) : 0;
+		}
+		n = poll(pfd, 4, timeout);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			fprintf(stderr, "wrap_rank: poll: %s\n", strerror(errno));
-			break;
+			return;
 		}
-		if (r == 0) { /* command gone, pipes still held open after the linger */
-			stream_close(&streams[0], true);
-			stream_close(&streams[1], true);
-			break;
+		if (n == 0) { /* command gone, pipes still held open after the linger */
+			relay_close(&st[0], true);
+			relay_close(&st[1], true);
+			return;
 		}
 		for (int i = 0; i < 2; i++)
 			if (pfd[1 + i].revents)
-				stream_pump(&streams[i], buf, sizeof(buf));
+				(void)relay_pump(&st[i], buf, sizeof(buf));
 		if (pfd[3].revents) {
-			status = guard_result(msg_r, guard, &guard_reaped, &alone);
-			done = true;
-			linger_end = now_ms() + WRAP_LINGER_MS;
+			r->status = guard_result(r->msg_r, r->guard, &r->guard_reaped, &r->alone);
+			r->done = true;
+			r->linger_end = clock_mono() + WRAP_LINGER_MS / 1000.0;
 		}
-		if (pfd[0].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			while (io_read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-				int sig = (int)si.ssi_signo;
-
-				if (sig == SIGCHLD) {
-					if (!guard_reaped && waitpid(guard, NULL, WNOHANG) == guard)
-						guard_reaped = true;
-				} else if (!done && kill(-cmd, sig) < 0) {
-					(void)kill(cmd, sig);
-				}
-			}
-		}
+		if (pfd[0].revents & POLLIN)
+			on_signals(r);
 	}
+}
+
+int wrap_run(const struct wrap_opts *o)
+{
+	struct run r = { .o = o, .streams = { { .fd = -1 }, { .fd = -1 } }, .pout = { -1, -1 },
+			 .perr = { -1, -1 }, .sfd = -1, .msg_r = -1, .guard = -1, .alone = true };
+	char prefix[LS_PREFIX_MAX];
+	sigset_t handled;
+	int code;
+
+	block_signals(&r, &handled);
+	if (open_channels(&r, &handled) < 0) {
+		fprintf(stderr, "wrap_rank: cannot set up pipes: %s\n", strerror(errno));
+		return 1;
+	}
+	code = launch(&r);
+	if (code >= 0)
+		return code;
+	snprintf(prefix, sizeof(prefix), "[rank=%ld] ", o->rank);
+	if (!o->no_prefix) {
+		(void)relay_init(&r.streams[0], r.pout[0], o->out_fd, prefix);
+		(void)relay_init(&r.streams[1], r.perr[0], o->err_fd, prefix);
+	}
+	relay_loop(&r);
 	/* A guard with nothing left to watch is exiting: reap it here rather
 	 * than leave it to whoever adopts it. */
-	while (alone && !guard_reaped && waitpid(guard, NULL, 0) < 0 && errno == EINTR)
+	while (r.alone && !r.guard_reaped && waitpid(r.guard, NULL, 0) < 0 && errno == EINTR)
 		;
-	close(msg_r);
-	close(sfd);
-	return status_exit_code(status);
+	close(r.msg_r);
+	close(r.sfd);
+	return status_exit_code(r.status);
 }

@@ -6,7 +6,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -64,6 +70,35 @@ LEAK_TEST_OPTS(io, write_all_finishes_on_nonblocking_pipe, .timeout = 10)
 	close(p[1]);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the reader got less than was written");
+}
+
+/* write(2) of this test program: on zero_fd it takes nothing and sets no
+ * errno, as some file systems and devices do; elsewhere it is the real
+ * one.  It replaces libc's for io.c too, which is linked in statically. */
+static int zero_fd = -1;
+static int zero_calls;
+
+ssize_t write(int fd, const void *buf, size_t len)
+{
+	if (fd >= 0 && fd == zero_fd) {
+		zero_calls++;
+		return 0;
+	}
+	return syscall(SYS_write, fd, buf, len);
+}
+
+LEAK_TEST_OPTS(io, write_all_fails_when_write_takes_nothing, .timeout = 10)
+{
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0);
+	zero_fd = fd;
+	cr_assert_eq(io_write_all(fd, "abc", 3), -EIO, "a write that takes nothing must not spin");
+	cr_assert_eq(zero_calls, 1);
+	zero_fd = -1;
+	cr_assert_eq(io_write_all(fd, "abc", 3), 0);
+	cr_assert_eq(io_write_all(fd, "", 0), 0, "nothing to write is no error");
+	close(fd);
 }
 
 LEAK_TEST(io, read_reports_eof_and_errors)
@@ -148,4 +183,146 @@ LEAK_TEST(read_file, other_errors_come_through)
 	errno = 0;
 	cr_assert_null(io_read_file(tmp_path("file/x"), MAX));
 	cr_assert_eq(errno, ENOTDIR);
+}
+
+/* ---- io_replace_file ---- */
+
+TestSuite(replace_file, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeout = 20);
+
+/* Entries of tmpdir (or of tmpdir/sub), dot files included. */
+static int entries(const char *sub)
+{
+	char path[256];
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s%s%s", tmpdir, sub ? "/" : "", sub ? sub : "");
+	d = opendir(path);
+	cr_assert_not_null(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void assert_file(const char *path, const char *text)
+{
+	char *got = io_read_file(path, 1 << 20);
+
+	cr_assert_not_null(got, "%s: %s", path, strerror(errno));
+	cr_assert_str_eq(got, text);
+	free(got);
+}
+
+LEAK_TEST(replace_file, writes_then_replaces_leaving_nothing_else)
+{
+	const char *path = tmp_path("out.json");
+	struct stat st;
+	mode_t old = umask(022);
+
+	cr_assert_eq(io_replace_file(path, "first\n", 6, 0644), 0);
+	assert_file(path, "first\n");
+	cr_assert_eq(io_replace_file(path, "second\n", 7, 0600), 0);
+	assert_file(path, "second\n");
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(io_replace_file(path, "", 0, 0644), 0);
+	assert_file(path, "");
+	cr_assert_eq(entries(NULL), 1, "a temporary file was left");
+	umask(old);
+}
+
+LEAK_TEST(replace_file, relative_paths_use_the_working_folder)
+{
+	char cwd[4096];
+
+	cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+	cr_assert_eq(chdir(tmpdir), 0);
+	cr_assert_eq(io_replace_file("rel", "x", 1, 0644), 0);
+	cr_assert_eq(chdir(cwd), 0);
+	assert_file(tmp_path("rel"), "x");
+}
+
+LEAK_TEST(replace_file, a_link_at_the_name_is_replaced_not_followed)
+{
+	const char *victim = tmp_write("victim", "keep", 4), *path = tmp_path("out");
+	struct stat st;
+
+	cr_assert_eq(symlink(victim, path), 0);
+	cr_assert_eq(io_replace_file(path, "new", 3, 0644), 0);
+	assert_file(victim, "keep");
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode));
+	assert_file(path, "new");
+}
+
+LEAK_TEST(replace_file, errors_come_back_and_leave_nothing)
+{
+	tmp_write("file", "x", 1);
+	cr_assert_eq(io_replace_file(tmp_path("none/out"), "x", 1, 0644), -ENOENT);
+	cr_assert_eq(io_replace_file(tmp_path("file/out"), "x", 1, 0644), -ENOTDIR);
+	cr_assert_eq(io_replace_file(tmp_path(""), "x", 1, 0644), -EISDIR);
+	cr_assert_eq(mkdir(tmp_path("dir"), 0755), 0);
+	cr_assert_eq(io_replace_file(tmp_path("dir"), "x", 1, 0644), -EISDIR, "rename over a folder");
+	cr_assert_eq(entries(NULL), 2, "a temporary file was left");
+	cr_assert_eq(entries("dir"), 0);
+}
+
+LEAK_TEST(replace_file, long_names_are_refused_before_anything_is_written)
+{
+	char name[NAME_MAX + 1], path[sizeof(tmpdir) + sizeof(name)];
+
+	memset(name, 'n', NAME_MAX - 10);
+	name[NAME_MAX - 10] = '\0';
+	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	cr_assert_eq(io_replace_file(path, "x", 1, 0644), -ENAMETOOLONG);
+	cr_assert_eq(entries(NULL), 0);
+}
+
+/* A file size limit fails the write part-way as a full disk does: the old
+ * file stays whole and the temporary one goes.  Run in a child: the limit
+ * and the ignored SIGXFSZ must not outlive the test. */
+LEAK_TEST(replace_file, a_failed_write_keeps_the_old_file)
+{
+	static char big[1 << 16];
+	const char *path = tmp_write("out", "old", 3);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		struct rlimit rl = { 4096, 4096 };
+
+		signal(SIGXFSZ, SIG_IGN);
+		if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
+			_exit(2);
+		_exit(io_replace_file(path, big, sizeof(big), 0644) == -EFBIG ? 0 : 1);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	assert_file(path, "old");
+	cr_assert_eq(entries(NULL), 1, "a temporary file was left");
+}
+
+/* A real full disk: a tiny tmpfs, which only root can mount (in a mount
+ * namespace of this test's own, so nothing outside sees it). */
+LEAK_TEST(replace_file, a_full_disk_keeps_the_old_file)
+{
+	static char big[1 << 20];
+	const char *dir = tmp_path("small"), *path = tmp_path("small/out");
+
+	if (geteuid() != 0)
+		cr_skip_test("mounting a small tmpfs needs root");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("none", dir, "tmpfs", 0, "size=64k") < 0)
+		cr_skip_test("cannot mount a small tmpfs here: %s", strerror(errno));
+	tmp_write("small/out", "old", 3);
+	cr_assert_eq(io_replace_file(path, big, sizeof(big), 0644), -ENOSPC);
+	assert_file(path, "old");
+	cr_assert_eq(entries("small"), 1, "a temporary file was left");
+	cr_assert_eq(umount(dir), 0);
 }

@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include "plan.h"
@@ -363,7 +364,7 @@ static struct plan_secret secret_of(const struct cluster_info *ci, const char *c
 
 	memset(&s, 0x55, sizeof(s));
 	fake_env = env;
-	plan_job_secret(ci, &FAKE_ENV, &s);
+	cr_assert_eq(plan_job_secret(ci, &FAKE_ENV, &s), 0);
 	cr_assert_lt(strlen(s.value), sizeof(s.value));
 	return s;
 }
@@ -382,10 +383,44 @@ LEAK_TEST(plan, secret_given_by_the_user)
 	s = secret_of(&two, e);
 	cr_assert_str_eq(s.value, "s3cret", "given beats derived");
 	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
-	memset(longer + strlen(longer), 'k', 200);
+	memset(longer + strlen(longer), 'k', PLAN_SECRET_MAX - 1);
 	s = secret_of(&two, e2);
-	cr_assert_eq(strlen(s.value), PLAN_SECRET_MAX - 1, "cut to fit");
+	cr_assert_eq(strlen(s.value), PLAN_SECRET_MAX - 1, "the longest allowed");
 	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+}
+
+/* A secret one byte over the limit is refused, not cut: a cut one would
+ * differ from the same secret given to a program that takes it whole. */
+LEAK_TEST(plan, secret_over_the_limit_is_refused)
+{
+	struct cluster_info two = pair_node(1);
+	char longer[300] = "SLOTRUN_JOB_SECRET=";
+	const char *e[] = { longer, NULL };
+	struct plan_secret s = { .value = "untouched", .kind = PLAN_SECRET_DERIVED };
+
+	memset(longer + strlen(longer), 'k', PLAN_SECRET_MAX);
+	fake_env = e;
+	cr_assert_eq(plan_job_secret(&two, &FAKE_ENV, &s), -E2BIG);
+	cr_assert_str_eq(s.value, "untouched");
+	cr_assert_eq(s.kind, PLAN_SECRET_DERIVED);
+}
+
+/* --secret-file's first line goes through the same check. */
+LEAK_TEST(plan, secret_given_has_one_limit)
+{
+	char text[PLAN_SECRET_MAX + 1];
+	struct plan_secret s = { .value = "untouched" };
+
+	memset(text, 'k', sizeof(text));
+	cr_assert_eq(plan_secret_given(&s, text, PLAN_SECRET_MAX), -E2BIG);
+	cr_assert_str_eq(s.value, "untouched");
+	cr_assert_eq(plan_secret_given(&s, text, 0), -EINVAL);
+	cr_assert_str_eq(s.value, "untouched");
+	cr_assert_eq(plan_secret_given(&s, text, PLAN_SECRET_MAX - 1), 0);
+	cr_assert_eq(strlen(s.value), PLAN_SECRET_MAX - 1);
+	cr_assert_eq(s.kind, PLAN_SECRET_GIVEN);
+	cr_assert_eq(plan_secret_given(&s, "ab\ncd", 2), 0, "only len bytes are taken");
+	cr_assert_str_eq(s.value, "ab");
 }
 
 LEAK_TEST(plan, secret_of_one_node_is_random_hex)
