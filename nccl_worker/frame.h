@@ -48,7 +48,7 @@ enum frame_type {
 	FRAME_BCAST,         /* chief -> rank: broadcast payload */
 	FRAME_ALLREDUCE,     /* ring neighbour: the all-reduce each rank is in */
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
-	FRAME_BYE,           /* control plane: this rank is done (comm_destroy) */
+	FRAME_BYE,           /* control plane: this rank is done (slotcomm_destroy) */
 	FRAME_CHALLENGE,     /* chief -> rank, first: the chief's nonce for this connection */
 	FRAME_TYPE_END
 };

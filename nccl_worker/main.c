@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "bench.h"
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 #include "io.h"
 #include "model.h"
 #include "train.h"
@@ -213,7 +213,7 @@ int main(int argc, char **argv)
 	};
 	struct bench_opts o = {
 		.backend = BENCH_AUTO, .minbytes = 32u << 20, .maxbytes = 32u << 20, .factor = 2,
-		.iters = 20, .warmup = 5, .dtype = COMM_FLOAT32, .op = COMM_SUM, .check = 1,
+		.iters = 20, .warmup = 5, .dtype = SLOTCOMM_FLOAT32, .op = SLOTCOMM_SUM, .check = 1,
 	};
 	long v;
 	int ch;
@@ -261,14 +261,14 @@ int main(int argc, char **argv)
 		case 'd':
 			if (strcmp(optarg, "all") == 0)
 				o.dtype = -1;
-			else if ((o.dtype = comm_dtype_parse(optarg)) < 0)
+			else if ((o.dtype = slotcomm_dtype_parse(optarg)) < 0)
 				return usage_error("-d '%s': expected float32, float64, int32, int64, bf16, "
 						   "fp16 or all", optarg);
 			break;
 		case 'o':
 			if (strcmp(optarg, "all") == 0)
 				o.op = -1;
-			else if ((o.op = comm_op_parse(optarg)) < 0)
+			else if ((o.op = slotcomm_op_parse(optarg)) < 0)
 				return usage_error("-o '%s': expected sum, prod, min, max, avg or all",
 						   optarg);
 			break;

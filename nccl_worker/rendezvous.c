@@ -113,7 +113,7 @@ static void drop_pending(struct pending *p, int *np, int i)
 /* A complete registration from pending connection p.  Returns 1 when it was
  * taken (fd moved to reg[]), 0 when refused and dropped, or the job-fatal
  * error. */
-static int take_registration(struct comm *c, struct pending *p, struct registered *reg,
+static int take_registration(struct slotcomm *c, struct pending *p, struct registered *reg,
 			     char *note, size_t notelen, int *refused)
 {
 	struct frame_register m;
@@ -240,10 +240,10 @@ static void accept_all(int lfd, struct pending *p, int *np)
 }
 
 /* The rendezvous timed out: which ranks never came, and whom we refused. */
-static int timed_out(struct comm *c, const struct registered *reg, int refused,
+static int timed_out(struct slotcomm *c, const struct registered *reg, int refused,
 		     const char *note)
 {
-	int missing[COMM_MAX_RANKS], nm = 0;
+	int missing[SLOTCOMM_MAX_RANKS], nm = 0;
 	char list[256];
 
 	for (int i = 1; i < c->size; i++)
@@ -256,7 +256,7 @@ static int timed_out(struct comm *c, const struct registered *reg, int refused,
 }
 
 /* Everyone came: every rank gets the table, sealed over its nonces. */
-static int send_table(struct comm *c, const struct registered *reg, int64_t deadline)
+static int send_table(struct slotcomm *c, const struct registered *reg, int64_t deadline)
 {
 	size_t cap = FRAME_TABLE_MAX(c->size);
 	uint8_t *buf = malloc(FRAME_HDR_LEN + cap), zero[FRAME_MAC_LEN] = { 0 };
@@ -288,7 +288,7 @@ static int poll_ms(const struct pending *p, int np, int64_t deadline)
 	return sock_poll_ms(deadline);
 }
 
-static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *master,
+static int chief_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
 			    socklen_t mlen, int64_t deadline)
 {
 	struct sockaddr_storage ss = *master;
@@ -406,7 +406,7 @@ out:
 /* Reads one message from rank 0 into buf (cap bytes): its header into *h.
  * Rank 0 says why when the rendezvous fails; its word gets a moment past
  * our own deadline to arrive. */
-static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
+static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
 		       int64_t deadline, const char *waiting_for)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
@@ -435,7 +435,7 @@ static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct 
 	return 0;
 }
 
-static int member_rendezvous(struct comm *c, const struct sockaddr_storage *master,
+static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
 			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
 {
 	struct frame_register m = { 0 };
@@ -521,7 +521,7 @@ out:
 	return r;
 }
 
-int rdv_run(struct comm *c, const struct sockaddr_storage *master, socklen_t mlen,
+int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
 	    const char *my_addr, int dport, int64_t deadline)
 {
 	if (c->rank != 0)

@@ -18,7 +18,7 @@
  * port.  Everything before the deadline; on failure c->err names the rank
  * at fault (or the ranks that never came) and the registered ranks are
  * told why. */
-int rdv_run(struct comm *c, const struct sockaddr_storage *master, socklen_t mlen,
+int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
 	    const char *my_addr, int dport, int64_t deadline);
 
 /* A sealed payload ends in a FRAME_MAC_LEN-byte MAC, keyed by the job

@@ -192,15 +192,15 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *sun)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-void shm_info_fill(struct comm *c, struct shm_info *mine)
+void shm_info_fill(struct slotcomm *c, struct shm_info *mine)
 {
 	uint8_t rnd[16];
 	struct sockaddr_un sun;
 	int fd;
 
 	memset(mine, 0, sizeof(*mine));
-	mine->transport = c->cfg.transport == COMM_TRANSPORT_TCP ? 't' :
-			  c->cfg.transport == COMM_TRANSPORT_SHM ? 's' : 'a';
+	mine->transport = c->cfg.transport == SLOTCOMM_TRANSPORT_TCP ? 't' :
+			  c->cfg.transport == SLOTCOMM_TRANSPORT_SHM ? 's' : 'a';
 	shm_node_key(mine->key, sizeof(mine->key));
 	if (getrandom(mine->token, sizeof(mine->token), 0) != (ssize_t)sizeof(mine->token))
 		mine->key[0] = '\0';  /* no token, no sharing */
@@ -221,7 +221,7 @@ void shm_info_fill(struct comm *c, struct shm_info *mine)
 	c->shm_lfd = fd;
 }
 
-int shm_local_size(const struct comm *c)
+int shm_local_size(const struct slotcomm *c)
 {
 	return c->shm ? c->shm->m : 1;
 }
@@ -275,7 +275,7 @@ static void wake_everyone(struct shm *s)
 }
 
 /* The others learn of this rank's failure from the segment (transport.h). */
-void shm_transport_broken(struct comm *c, const struct frame_abort *a)
+void shm_transport_broken(struct slotcomm *c, const struct frame_abort *a)
 {
 	struct shm *s = c->shm;
 	struct shm_abort *rec;
@@ -293,7 +293,7 @@ void shm_transport_broken(struct comm *c, const struct frame_abort *a)
 }
 
 /* A node peer's socket has something: its goodbye, or its end closed. */
-static int peer_sock(struct comm *c, struct shm *s, int k, const char *what)
+static int peer_sock(struct slotcomm *c, struct shm *s, int k, const char *what)
 {
 	int peer = s->ranks[k];
 	char b[16];
@@ -325,7 +325,7 @@ static int peer_sock(struct comm *c, struct shm *s, int k, const char *what)
 }
 
 /* Between sleeps: has anything failed? */
-static int look_around(struct comm *c, struct shm *s, const char *what)
+static int look_around(struct slotcomm *c, struct shm *s, const char *what)
 {
 	uint32_t ab = __atomic_load_n(&s->hdr->abort, __ATOMIC_ACQUIRE);
 	int np = 0, nw, r;
@@ -361,7 +361,7 @@ static int look_around(struct comm *c, struct shm *s, const char *what)
 
 /* Waits until counter `which` of the rank with index i reaches want,
  * spinning for spin_ns before sleeping. */
-static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t want,
+static int wait_one(struct slotcomm *c, struct shm *s, int i, int which, uint32_t want,
 		    int64_t spin_ns, const char *what)
 {
 	uint32_t *w = &ctl_of(s, i)->cnt[which], v, alive;
@@ -414,7 +414,7 @@ static int wait_one(struct comm *c, struct shm *s, int i, int which, uint32_t wa
 }
 
 /* Every other rank of the node. */
-static int wait_all(struct comm *c, struct shm *s, int which, uint32_t want, const char *what)
+static int wait_all(struct slotcomm *c, struct shm *s, int which, uint32_t want, const char *what)
 {
 	for (int i = 0; i < s->m; i++) {
 		int r;
@@ -434,8 +434,8 @@ struct op {
 	uint8_t *buf;
 	struct shm_plan p;
 	size_t esize;
-	enum comm_dtype dtype;
-	enum comm_op op;
+	enum slotcomm_dtype dtype;
+	enum slotcomm_op op;
 	reduce_fn fn;
 	reduce2_fn fn2;
 	int avg_div;        /* divide the result by this (avg), or 0 */
@@ -449,7 +449,7 @@ static void copy_plain(void *restrict dst, const void *restrict src, size_t n)
 	memcpy(dst, src, n);
 }
 
-static int check_desc(struct comm *c, struct shm *s, const struct op *o, const char *what)
+static int check_desc(struct slotcomm *c, struct shm *s, const struct op *o, const char *what)
 {
 	for (int i = 0; i < s->m; i++) {
 		const struct shm_desc *d = &ctl_of(s, i)->desc[c->seq & 1];
@@ -468,15 +468,15 @@ static int check_desc(struct comm *c, struct shm *s, const struct op *o, const c
 			return comm_fail(c, -EPROTO, peer,
 					 "peer rank %d called %s with %llu %s %s, this rank with %llu %s %s",
 					 peer, what, (unsigned long long)d->count,
-					 comm_dtype_name((enum comm_dtype)d->dtype),
-					 comm_op_name((enum comm_op)d->op),
+					 slotcomm_dtype_name((enum slotcomm_dtype)d->dtype),
+					 slotcomm_op_name((enum slotcomm_op)d->op),
 					 (unsigned long long)(o->p.bytes / o->esize),
-					 comm_dtype_name(o->dtype), comm_op_name(o->op));
+					 slotcomm_dtype_name(o->dtype), slotcomm_op_name(o->op));
 	}
 	return 0;
 }
 
-static void write_desc(struct comm *c, struct shm *s, const struct op *o)
+static void write_desc(struct slotcomm *c, struct shm *s, const struct op *o)
 {
 	struct shm_desc *d = &ctl_of(s, s->li)->desc[c->seq & 1];
 
@@ -499,7 +499,7 @@ static void fold(const struct op *o, int m, const uint8_t *const *src, uint8_t *
 
 /* The small path: every rank copies its buffer into its slot, and each
  * reduces all of them in rank order into its buffer. */
-static int run_small(struct comm *c, struct shm *s, const struct op *o, const char *what)
+static int run_small(struct slotcomm *c, struct shm *s, const struct op *o, const char *what)
 {
 	uint32_t x = o->base;
 	int r;
@@ -590,7 +590,7 @@ static void copy_out(struct shm *s, const struct op *o, uint64_t t)
  * rank copies step t in, reduces its piece of step t-1 and copies the
  * others' pieces of step t-2 out, so each wait is for work the others did a
  * turn earlier. */
-static int run_steps(struct comm *c, struct shm *s, const struct op *o, const char *what)
+static int run_steps(struct slotcomm *c, struct shm *s, const struct op *o, const char *what)
 {
 	uint64_t n = o->p.nsteps;
 	int r = 0;
@@ -632,15 +632,15 @@ static int run_steps(struct comm *c, struct shm *s, const struct op *o, const ch
 	return r;
 }
 
-static int node_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-		       enum comm_op op, int out_all, int avg_div)
+static int node_reduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype,
+		       enum slotcomm_op op, int out_all, int avg_div)
 {
 	struct shm *s = c->shm;
 	struct op o = { .buf = buf, .dtype = dtype, .op = op, .out_all = out_all,
 			.avg_div = avg_div, .base = s->step };
 	int r;
 
-	o.esize = comm_dtype_size(dtype);
+	o.esize = slotcomm_dtype_size(dtype);
 	o.copy = (uint64_t)count * o.esize >= SHM_STREAM_MIN ? reduce_copy_stream : copy_plain;
 	o.fn = reduce_get(dtype, op);
 	o.fn2 = reduce2_get(dtype, op);
@@ -653,12 +653,12 @@ static int node_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype 
 	return 0;
 }
 
-int shm_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype, enum comm_op op)
+int shm_reduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	return node_reduce(c, buf, count, dtype, op, 0, 0);
 }
 
-int shm_bcast(struct comm *c, void *buf, size_t bytes)
+int shm_bcast(struct slotcomm *c, void *buf, size_t bytes)
 {
 	struct shm *s = c->shm;
 	struct shm_plan p;
@@ -698,13 +698,13 @@ int shm_bcast(struct comm *c, void *buf, size_t bytes)
 	return 0;
 }
 
-static int shm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-			 enum comm_op op)
+static int shm_allreduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype,
+			 enum slotcomm_op op)
 {
-	return node_reduce(c, buf, count, dtype, op, 1, op == COMM_AVG ? c->size : 0);
+	return node_reduce(c, buf, count, dtype, op, 1, op == SLOTCOMM_AVG ? c->size : 0);
 }
 
-void shm_progress(struct comm *c)
+void shm_progress(struct slotcomm *c)
 {
 	struct shm *s = c->shm;
 
@@ -715,7 +715,7 @@ void shm_progress(struct comm *c)
 	}
 }
 
-static void shm_describe(const struct comm *c, char *buf, size_t len)
+static void shm_describe(const struct slotcomm *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "shared memory among %d ranks on one host (each reduces its piece of "
 		 "every %u KiB window from the others' slots; up to %u KiB, every rank reduces the "
@@ -723,7 +723,7 @@ static void shm_describe(const struct comm *c, char *buf, size_t len)
 		 SHM_SMALL_MAX >> 10);
 }
 
-static void shm_destroy(struct comm *c)
+static void shm_destroy(struct slotcomm *c)
 {
 	shm_free(c, 1);
 }
@@ -831,7 +831,7 @@ static int map_segment(struct shm *s, int fd)
 
 /* The leader: makes the segment, hands it to every member that proves its
  * token, and checks that each one's probe shows in its own mapping. */
-static int lead(struct comm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
+static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
 		char *why, size_t len)
 {
 	char name[64];
@@ -921,7 +921,7 @@ static int lead(struct comm *c, struct shm *s, const struct shm_info *all, int64
 
 /* A member: connects to the leader, maps what it hands over, and checks
  * the probe. */
-static int follow(struct comm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
+static int follow(struct slotcomm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
 		  char *why, size_t len)
 {
 	const struct shm_info *lead_info = &all[s->ranks[0]];
@@ -983,7 +983,7 @@ answer:
 	return r;
 }
 
-int shm_attach(struct comm *c, const struct shm_info *all, int64_t deadline, char *why,
+int shm_attach(struct slotcomm *c, const struct shm_info *all, int64_t deadline, char *why,
 	       size_t whylen)
 {
 	struct shm *s = calloc(1, sizeof(*s));
@@ -1036,7 +1036,7 @@ int shm_attach(struct comm *c, const struct shm_info *all, int64_t deadline, cha
 	return 0;
 }
 
-void shm_free(struct comm *c, int bye)
+void shm_free(struct slotcomm *c, int bye)
 {
 	struct shm *s = c->shm;
 

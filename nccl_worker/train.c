@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "ckpt.h"
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 #include "half.h"
 #include "io.h"
 #include "model.h"
@@ -25,7 +25,7 @@ static void on_stop(int sig)
 
 struct trainer {
 	const struct train_opts *o;
-	struct comm *c;
+	struct slotcomm *c;
 	int rank, size;
 	struct model_split split;
 	size_t n;                 /* parameters */
@@ -49,7 +49,7 @@ static double now_s(void)
 /* Says why the communicator failed; returns the exit status. */
 static int comm_failed(const struct trainer *t, const char *during)
 {
-	fprintf(stderr, "nccl_worker: rank %d: %s: %s\n", t->rank, during, comm_error(t->c));
+	fprintf(stderr, "nccl_worker: rank %d: %s: %s\n", t->rank, during, slotcomm_error(t->c));
 	return 1;
 }
 
@@ -62,7 +62,7 @@ static int comm_failed(const struct trainer *t, const char *during)
  * With fp16 the mean is rounded to fp16 (to nearest even) and the sum
  * happens in fp16: the ring adds in float and rounds to fp16 at every hop.
  * The division by the world size comes after unpacking, in float32: one
- * fp16 rounding fewer than COMM_AVG, whose fp16 division also costs more
+ * fp16 rounding fewer than SLOTCOMM_AVG, whose fp16 division also costs more
  * than the sum (measured: 1 MiB elements over 2 ranks, 3.3 ms with avg,
  * 1.4 ms with sum).  Each rounding is off by at most 2^-11 relative, so
  * the result is within about n * 2^-11 relative of the float32 mean when
@@ -80,9 +80,9 @@ static int exchange(struct trainer *t)
 		half_pack(t->half, t->grad, t->n);
 	t0 = now_s();
 	if (t->o->fp16)
-		r = comm_allreduce(t->c, t->half, t->n, COMM_FP16, COMM_SUM);
+		r = slotcomm_allreduce(t->c, t->half, t->n, SLOTCOMM_FP16, SLOTCOMM_SUM);
 	else
-		r = comm_allreduce(t->c, t->grad, t->n, COMM_FLOAT32, COMM_AVG);
+		r = slotcomm_allreduce(t->c, t->grad, t->n, SLOTCOMM_FLOAT32, SLOTCOMM_AVG);
 	t0 = now_s() - t0;
 	t->comm_s += t0;
 	t->reduce_s += t0;
@@ -105,7 +105,7 @@ static int report(struct trainer *t, double loss)
 {
 	if (t->o->average_metrics) {
 		double t0 = now_s(), sum = 0;
-		int r = comm_gather(t->c, &loss, sizeof(loss), t->losses);
+		int r = slotcomm_gather(t->c, &loss, sizeof(loss), t->losses);
 
 		t->comm_s += now_s() - t0;
 		if (r < 0)
@@ -130,7 +130,7 @@ static int report(struct trainer *t, double loss)
  * and no sleep. */
 static void hold(const struct trainer *t)
 {
-	double deadline = now_s() + comm_timeout_s(t->c) / 2;
+	double deadline = now_s() + slotcomm_timeout_s(t->c) / 2;
 	sigset_t block, old;
 
 	sigemptyset(&block);
@@ -205,7 +205,7 @@ static int checkpoint(struct trainer *t)
 				t->n * sizeof(float));
 			return 1;  /* the others then fail in the gather, naming rank 0 */
 		}
-		r = comm_gather(t->c, t->acc, t->n * sizeof(float), accs);
+		r = slotcomm_gather(t->c, t->acc, t->n * sizeof(float), accs);
 		t->comm_s += now_s() - t0;
 		if (r < 0) {
 			free(accs);
@@ -272,9 +272,9 @@ static int resume(struct trainer *t)
 		m.acc_count = m.status ? 0 : s.acc_count;
 	}
 	t0 = now_s();
-	r = comm_broadcast(t->c, &m, sizeof(m));
+	r = slotcomm_broadcast(t->c, &m, sizeof(m));
 	if (r == 0 && m.status == 0)
-		r = comm_broadcast(t->c, t->params, bytes);
+		r = slotcomm_broadcast(t->c, t->params, bytes);
 	/* Rank i's accumulator: into acc on rank i, into the scratch grad
 	 * elsewhere. */
 	for (int i = 0; r == 0 && m.status == 0 && m.acc_count && i < t->size; i++) {
@@ -282,7 +282,7 @@ static int resume(struct trainer *t)
 
 		if (t->rank == 0)
 			ckpt_acc(buf, &s, (uint32_t)i, dst);
-		r = comm_broadcast(t->c, dst, bytes);
+		r = slotcomm_broadcast(t->c, dst, bytes);
 	}
 	t->comm_s += now_s() - t0;
 	free(buf);
@@ -351,7 +351,7 @@ static int final(struct trainer *t)
 		fprintf(stderr, "nccl_worker: rank 0: out of memory\n");
 		return 1;  /* the others then fail in the gather, naming rank 0 */
 	}
-	r = comm_gather(t->c, &mine, sizeof(mine), all);
+	r = slotcomm_gather(t->c, &mine, sizeof(mine), all);
 	t->comm_s += now_s() - t0;
 	if (r < 0) {
 		free(all);
@@ -405,7 +405,7 @@ static int loop(struct trainer *t)
 		if (t->step == o->steps)
 			break;
 		t0 = now_s();
-		r = comm_should_preempt(t->c, stop_asked != 0, &stop);
+		r = slotcomm_should_preempt(t->c, stop_asked != 0, &stop);
 		t->comm_s += now_s() - t0;
 		if (r < 0)
 			return comm_failed(t, "should_preempt");
@@ -422,9 +422,9 @@ static int loop(struct trainer *t)
 	return final(t);
 }
 
-static int run(struct trainer *t, const struct comm_config *cfg)
+static int run(struct trainer *t, const struct slotcomm_config *cfg)
 {
-	char err[COMM_ERR_MAX];
+	char err[SLOTCOMM_ERR_MAX];
 	double t0;
 	int status;
 
@@ -441,7 +441,7 @@ static int run(struct trainer *t, const struct comm_config *cfg)
 		return 1;
 	}
 	model_init(t->params, t->target, t->n, t->o->seed);
-	if (comm_init(&t->c, cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_init(&t->c, cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "nccl_worker: rank %d: %s\n", t->rank, err);
 		return 1;
 	}
@@ -461,8 +461,8 @@ int train_main(const struct train_opts *o)
 {
 	struct sigaction sa = { .sa_handler = on_stop };
 	struct trainer t = { .o = o, .n = (size_t)(o->grad_bytes / 4) };
-	struct comm_config cfg;
-	char err[COMM_ERR_MAX];
+	struct slotcomm_config cfg;
+	char err[SLOTCOMM_ERR_MAX];
 	int status;
 
 	/* SIGTERM (what slotrun forwards when it is stopped) and SIGUSR1 (its
@@ -472,7 +472,7 @@ int train_main(const struct train_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 
-	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_config_from_env(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "nccl_worker: %s\n", err);
 		return TRAIN_EXIT_USAGE;
 	}
@@ -490,7 +490,7 @@ int train_main(const struct train_opts *o)
 		return TRAIN_EXIT_USAGE;
 	}
 	status = run(&t, &cfg);
-	comm_destroy(t.c);
+	slotcomm_destroy(t.c);
 	free(t.params);
 	free(t.target);
 	free(t.acc);

@@ -11,7 +11,7 @@
  *    ranks), as float32 or compressed to fp16, and applied;
  *  - only rank 0 prints metrics, the mean of every rank's loss (a gather)
  *    unless average_metrics is off;
- *  - every step all ranks call comm_should_preempt with "got SIGTERM or
+ *  - every step all ranks call slotcomm_should_preempt with "got SIGTERM or
  *    SIGUSR1"; when any rank got one, all stop after that same step, print
  *    "preempted at step S", rank 0 writes the checkpoint (ckpt.h) and all
  *    exit 0;
