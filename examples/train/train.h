@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* `nccl_worker train`: a deterministic simulated training loop on the comm
+/* `slotcomm_train`: a deterministic simulated training loop on the comm
  * library, run by every rank of the job described by the worker
- * environment (comm.h), with Determined's semantics:
+ * environment (<slotcomm/slotcomm.h>), with Determined's semantics:
  *
  *  - the global batch is split over the ranks (global // world per slot,
  *    the remainder dropped, and said);
@@ -24,8 +24,8 @@
  * ends with the same parameters, bit for bit, as one never interrupted: the
  * aggregation state (the accumulator and its step count) is part of the
  * checkpoint, so a preemption need not fall on an exchange. */
-#ifndef SLOTRUN_TRAIN_H
-#define SLOTRUN_TRAIN_H
+#ifndef SLOTCOMM_TRAIN_TRAIN_H
+#define SLOTCOMM_TRAIN_TRAIN_H
 
 #include <stdbool.h>
 #include <stdint.h>
