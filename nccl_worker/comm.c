@@ -34,26 +34,6 @@
 
 /* --- helpers ------------------------------------------------------------- */
 
-int comm_init_err(struct slotcomm *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->err[0])
-		return rc;
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-int comm_init_io_err(struct slotcomm *c, int rc, int peer, const char *where)
-{
-	char phrase[96];
-
-	comm_io_phrase(c, rc, phrase, sizeof(phrase));
-	return comm_init_err(c, rc, "peer rank %d %s %s", peer, phrase, where);
-}
-
 static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
 		   socklen_t *len)
 {
@@ -151,7 +131,7 @@ int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t dead
 	ring_tune(g, g->send_fd);
 	auth_nonce(hello.nonce);
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
-	rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
+	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
 		 c->peers[right].ring_nonce, hello.nonce);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
 	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
@@ -179,7 +159,7 @@ int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t dead
 		    frame_decode_hdr(buf, FRAME_HELLO_LEN, &h, &why) == 0 && h.type == FRAME_HELLO &&
 		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
-		    rdv_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
+		    frame_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
 			       c->peers[c->rank].ring_nonce, got.nonce)) {
 			g->recv_fd = fd;
 			ring_tune(g, fd);

@@ -108,6 +108,26 @@ static void broadcast_abort(struct slotcomm *c, const struct frame_abort *a, int
 			send_abort(c, r, a);
 }
 
+int comm_init_err(struct slotcomm *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err[0])
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int comm_init_io_err(struct slotcomm *c, int rc, int peer, const char *where)
+{
+	char phrase[96];
+
+	comm_io_phrase(c, rc, phrase, sizeof(phrase));
+	return comm_init_err(c, rc, "peer rank %d %s %s", peer, phrase, where);
+}
+
 int comm_fail(struct slotcomm *c, int rc, int culprit, const char *fmt, ...)
 {
 	struct frame_abort a = { .origin = c->rank, .culprit = culprit };
