@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The benchmark's NCCL backend: ring_nccl.h on a device buffer (or, built
+/* The benchmark's NCCL backend: <slotcomm/nccl.h> on a device buffer (or, built
  * without NCCL, its stub, which the benchmark never opens). */
 #include "backend.h"
 

@@ -4,7 +4,7 @@ into a temporary folder (meson install --destdir), a small C program
 (slotcomm_user/allreduce.c) is compiled with nothing but what pkg-config
 says of that copy, and runs under slotrun on 2 and 4 ranks with its
 all-reduce results checked on every rank.  The shared library exports
-slotcomm_ names only."""
+slotcomm_ names only, and the static one defines no other global name."""
 
 import os
 import shutil
@@ -97,6 +97,20 @@ def the_shared_library_exports_slotcomm_names_only():
     assert "slotcomm_init" in names and "slotcomm_allreduce" in names, names
     # SLOTCOMM_0 is the version node of the symbol map
     stray = [n for n in names if not n.startswith("slotcomm_") and n != "SLOTCOMM_0"]
+    assert not stray, stray
+
+
+@case
+def the_static_library_defines_slotcomm_names_only():
+    if not shutil.which("nm"):
+        raise Skip("nm is not on PATH")
+    lib = os.path.join(installed()["libdir"], "libslotcomm.a")
+    code, out, err = run_cmd(["nm", "-g", "--defined-only", lib])
+    assert code == 0, err
+    # "member.o:" lines name the archive's members
+    names = [l.split()[-1] for l in out.decode().splitlines() if l.strip() and not l.endswith(":")]
+    assert "slotcomm_init" in names, names
+    stray = [n for n in names if not n.startswith("slotcomm_")]
     assert not stray, stray
 
 
