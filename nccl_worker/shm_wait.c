@@ -2,8 +2,8 @@
 /* The shared-memory transport's counters and how a rank waits on them
  * (shm.c says what the counters mean).
  *
- * Spin on the counter for SHM_SPIN_NS (with a pause per probe,
- * then yielding the core), then sleep on it with futex(2), the waiter
+ * A waiter spins on the counter for SHM_SPIN_NS (with a pause per probe,
+ * then yielding the core), then sleeps on it with futex(2), the waiter
  * counting itself in the counter owner's wait line so that the owner makes
  * the wake-up system call only when somebody sleeps.  Sleeps last at most
  * SHM_SLICE_MS: between them a waiter looks at the segment's abort word, at
