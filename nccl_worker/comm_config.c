@@ -250,10 +250,10 @@ int slotcomm_config_check(const struct slotcomm_config *cfg, char *err, size_t e
 	if (cfg->rank < 0 || cfg->rank >= cfg->size)
 		return cfg_err(err, errlen, "slotcomm_config.rank=%d is not below .size=%d (set it "
 			       "to this process's rank, 0 to size - 1)", cfg->rank, cfg->size);
-	if (cfg->local_size < 1 || cfg->local_size > cfg->size)
+	if (cfg->local_size < 1 || cfg->local_size > SLOTCOMM_MAX_RANKS)
 		return cfg_err(err, errlen, "slotcomm_config.local_size=%d is out of range (set it "
-			       "to the ranks on this node, 1 to size=%d)", cfg->local_size,
-			       cfg->size);
+			       "to the ranks on this node, 1 to %d)", cfg->local_size,
+			       SLOTCOMM_MAX_RANKS);
 	if (cfg->local_rank < 0 || cfg->local_rank >= cfg->local_size)
 		return cfg_err(err, errlen, "slotcomm_config.local_rank=%d is not below "
 			       ".local_size=%d (set it to the rank within this node)",

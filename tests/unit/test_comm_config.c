@@ -3,6 +3,7 @@
  * variable for everything malformed. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <slotcomm/slotcomm.h>
@@ -170,7 +171,7 @@ LEAK_TEST(comm_config, hand_filled_fields_are_checked)
 		switch (i) {
 		case 0: c.size = 0; break;
 		case 1: c.rank = 4; break;
-		case 2: c.local_size = 5; break;
+		case 2: c.local_size = 0; break;
 		case 3: c.local_rank = -1; break;
 		case 4: c.master_addr[0] = '\0'; break;
 		case 5: c.master_port = 70000; break;
@@ -191,4 +192,25 @@ LEAK_TEST(comm_config, version_matches_the_headers)
 {
 	cr_assert_str_eq(slotcomm_version(), SLOTCOMM_VERSION_STRING);
 	cr_assert_geq(SLOTCOMM_VERSION_NUMBER, SLOTCOMM_VERSION_AT(0, 1, 0));
+}
+
+/* The defaults alone make a working communicator of one rank, no
+ * environment needed. */
+LEAK_TEST_OPTS(comm_config, hand_filled_single_rank_communicates, .timeout = 30)
+{
+	struct slotcomm_config cfg;
+	struct slotcomm *c;
+	char err[SLOTCOMM_ERR_MAX] = "";
+	int32_t v[3] = { 1, -2, 7 };
+
+	slotcomm_config_init(&cfg);
+	cr_assert_eq(slotcomm_init(&c, &cfg, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(slotcomm_size(c), 1);
+	cr_assert_eq(slotcomm_rank(c), 0);
+	cr_assert_neq(slotcomm_peer_host(c, 0)[0], '\0');
+	cr_assert_eq(slotcomm_allreduce(c, v, 3, SLOTCOMM_INT32, SLOTCOMM_SUM), 0, "%s",
+		     slotcomm_error(c));
+	cr_assert(v[0] == 1 && v[1] == -2 && v[2] == 7);
+	cr_assert_eq(slotcomm_barrier(c), 0);
+	slotcomm_destroy(c);
 }
