@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The benchmark's CPU backend: comm_allreduce in place on the caller's
+/* The benchmark's CPU backend: slotcomm_allreduce in place on the caller's
  * host buffer, over whatever transport the communicator picked. */
 #include "backend.h"
 
@@ -9,11 +9,11 @@
 #include <string.h>
 
 struct backend {
-	struct comm *c;
+	struct slotcomm *c;
 	void *buf;  /* the host buffer last loaded */
 };
 
-static int cpu_open(struct comm *c, size_t cap, struct backend **out)
+static int cpu_open(struct slotcomm *c, size_t cap, struct backend **out)
 {
 	struct backend *b = calloc(1, sizeof(*b));
 
@@ -27,7 +27,7 @@ static int cpu_open(struct comm *c, size_t cap, struct backend **out)
 
 static void cpu_describe(const struct backend *b, char *buf, size_t len)
 {
-	comm_transport_describe(b->c, buf, len);
+	slotcomm_transport_describe(b->c, buf, len);
 }
 
 static int cpu_load(struct backend *b, const void *host, size_t bytes)
@@ -37,11 +37,11 @@ static int cpu_load(struct backend *b, const void *host, size_t bytes)
 	return 0;
 }
 
-static int cpu_run(struct backend *b, long times, size_t count, enum comm_dtype t,
-		   enum comm_op op)
+static int cpu_run(struct backend *b, long times, size_t count, enum slotcomm_dtype t,
+		   enum slotcomm_op op)
 {
 	for (long i = 0; i < times; i++) {
-		int r = comm_allreduce(b->c, b->buf, count, t, op);
+		int r = slotcomm_allreduce(b->c, b->buf, count, t, op);
 
 		if (r < 0)
 			return r;

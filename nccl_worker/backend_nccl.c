@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The benchmark's NCCL backend: ring_nccl.h on a device buffer (or, built
+/* The benchmark's NCCL backend: <slotcomm/nccl.h> on a device buffer (or, built
  * without NCCL, its stub, which the benchmark never opens). */
 #include "backend.h"
 
@@ -7,25 +7,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "ring_nccl.h"
+#include <slotcomm/nccl.h>
 
 struct backend {
-	struct ring_nccl *g;
+	struct slotcomm_nccl *g;
 	void *dev;
 };
 
-static int nccl_open(struct comm *c, size_t cap, struct backend **out)
+static int nccl_open(struct slotcomm *c, size_t cap, struct backend **out)
 {
 	struct backend *b = calloc(1, sizeof(*b));
 	int r;
 
 	if (!b)
 		return -ENOMEM;
-	r = ring_nccl_init(c, &b->g);
+	r = slotcomm_nccl_init(c, &b->g);
 	if (r == 0)
-		r = ring_nccl_alloc(b->g, cap, &b->dev);
+		r = slotcomm_nccl_alloc(b->g, cap, &b->dev);
 	if (r < 0) {
-		ring_nccl_destroy(b->g);
+		slotcomm_nccl_destroy(b->g);
 		free(b);
 		return r;
 	}
@@ -35,37 +35,37 @@ static int nccl_open(struct comm *c, size_t cap, struct backend **out)
 
 static void nccl_describe(const struct backend *b, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s", ring_nccl_describe(b->g));
+	snprintf(buf, len, "%s", slotcomm_nccl_describe(b->g));
 }
 
 static int nccl_load(struct backend *b, const void *host, size_t bytes)
 {
-	return ring_nccl_to_device(b->g, b->dev, host, bytes);
+	return slotcomm_nccl_to_device(b->g, b->dev, host, bytes);
 }
 
-static int nccl_run(struct backend *b, long times, size_t count, enum comm_dtype t,
-		    enum comm_op op)
+static int nccl_run(struct backend *b, long times, size_t count, enum slotcomm_dtype t,
+		    enum slotcomm_op op)
 {
 	for (long i = 0; i < times; i++) {
-		int r = ring_nccl_allreduce_start(b->g, b->dev, count, t, op);
+		int r = slotcomm_nccl_allreduce_start(b->g, b->dev, count, t, op);
 
 		if (r < 0)
 			return r;
 	}
-	return ring_nccl_sync(b->g);
+	return slotcomm_nccl_sync(b->g);
 }
 
 static int nccl_fetch(struct backend *b, void *host, size_t bytes)
 {
-	return ring_nccl_to_host(b->g, host, b->dev, bytes);
+	return slotcomm_nccl_to_host(b->g, host, b->dev, bytes);
 }
 
 static void nccl_close(struct backend *b)
 {
 	if (!b)
 		return;
-	ring_nccl_free(b->g, b->dev);
-	ring_nccl_destroy(b->g);
+	slotcomm_nccl_free(b->g, b->dev);
+	slotcomm_nccl_destroy(b->g);
 	free(b);
 }
 

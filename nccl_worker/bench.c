@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "comm.h"
-#include "ring_nccl.h"
-#include "sock.h"
+#include "clock.h"
+#include <slotcomm/slotcomm.h>
+#include <slotcomm/nccl.h>
 #include "verify.h"
 
 int bench_parse_size(const char *s, uint64_t *out)
@@ -84,7 +84,7 @@ static void on_usr1(int sig)
 
 struct run {
 	const struct bench_opts *o;
-	struct comm *c;
+	struct slotcomm *c;
 	const struct backend_ops *be;  /* what the all-reduces run on */
 	struct backend *b;
 	int rank, size;
@@ -100,23 +100,18 @@ struct row_stats {
 	uint64_t wrong;
 };
 
-static double now_s(void)
-{
-	return (double)sock_now_ns() * 1e-9;
-}
-
 /* Says why the communicator failed (unless the caller already said why). */
 static int die(struct run *r, const char *what)
 {
-	if (comm_error(r->c)[0])
+	if (slotcomm_error(r->c)[0])
 		fprintf(stderr, "nccl_worker: rank %d: %s%s%s\n", r->rank, what ? what : "",
-			what ? ": " : "", comm_error(r->c));
+			what ? ": " : "", slotcomm_error(r->c));
 	return 1;
 }
 
-static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op)
+static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotcomm_op op)
 {
-	size_t esize = comm_dtype_size(t), count = bytes / esize;
+	size_t esize = slotcomm_dtype_size(t), count = bytes / esize;
 	struct row_stats mine = { 0 }, *all;
 	struct verify_table exp;
 	double t0, us = 0, algbw, busbw;
@@ -124,13 +119,13 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 
 	bytes = count * esize;
 	verify_fill(r->host, count, t, op, r->rank);
-	if (r->be->load(r->b, r->host, bytes) < 0 || comm_barrier(r->c) < 0 ||
-	    r->be->run(r->b, r->o->warmup, count, t, op) < 0 || comm_barrier(r->c) < 0)
+	if (r->be->load(r->b, r->host, bytes) < 0 || slotcomm_barrier(r->c) < 0 ||
+	    r->be->run(r->b, r->o->warmup, count, t, op) < 0 || slotcomm_barrier(r->c) < 0)
 		return -1;
-	t0 = now_s();
+	t0 = clock_mono();
 	if (r->be->run(r->b, r->o->iters, count, t, op) < 0)
 		return -1;
-	mine.us = (now_s() - t0) * 1e6 / (double)r->o->iters;
+	mine.us = (clock_mono() - t0) * 1e6 / (double)r->o->iters;
 
 	if (r->o->check) {
 		uint64_t first = 0;
@@ -148,7 +143,7 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 		if (mine.wrong)
 			fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu "
 				"elements (first at %llu: got %g, expected %g)\n", r->rank,
-				(unsigned long long)mine.wrong, comm_dtype_name(t), comm_op_name(op),
+				(unsigned long long)mine.wrong, slotcomm_dtype_name(t), slotcomm_op_name(op),
 				count, (unsigned long long)first, got, want);
 	}
 
@@ -157,7 +152,7 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 		fprintf(stderr, "nccl_worker: rank %d: out of memory\n", r->rank);
 		return -1;
 	}
-	if (comm_allgather(r->c, &mine, sizeof(mine), all) < 0) {
+	if (slotcomm_allgather(r->c, &mine, sizeof(mine), all) < 0) {
 		free(all);
 		return -1;
 	}
@@ -173,7 +168,7 @@ static int row(struct run *r, uint64_t bytes, enum comm_dtype t, enum comm_op op
 	r->rows++;
 	if (r->rank == 0) {
 		printf("%12llu  %12zu  %8s  %6s  %6d  %10.1f  %7.3f  %7.3f  %6llu\n",
-		       (unsigned long long)bytes, count, comm_dtype_name(t), comm_op_name(op), -1, us,
+		       (unsigned long long)bytes, count, slotcomm_dtype_name(t), slotcomm_op_name(op), -1, us,
 		       algbw, busbw, (unsigned long long)wrong);
 		fflush(stdout);
 	}
@@ -190,7 +185,7 @@ static void header(struct run *r, const char *backend_note)
 	printf("# nccl_worker %s: all-reduce, in place, %ld iterations after %ld warm-up, check %s\n",
 	       SLOTRUN_VERSION, o->iters, o->warmup, o->check ? "on" : "off");
 	printf("# ranks %d, hosts %d, nodes %d, local ranks %d, timeout %gs\n", r->size,
-	       comm_nhosts(r->c), comm_nnodes(r->c), comm_local_size(r->c), comm_timeout_s(r->c));
+	       slotcomm_nhosts(r->c), slotcomm_nnodes(r->c), slotcomm_local_size(r->c), slotcomm_timeout_s(r->c));
 	{
 		char how[256];
 
@@ -199,19 +194,19 @@ static void header(struct run *r, const char *backend_note)
 	}
 	if (backend_note)
 		printf("# %s\n", backend_note);
-	if (r->be == &backend_cpu && comm_transport_note(r->c)[0])
-		printf("# %s\n", comm_transport_note(r->c));
-	printf("# transport %s\n", r->be == &backend_nccl ? "nccl" : comm_transport_name(r->c));
+	if (r->be == &backend_cpu && slotcomm_transport_note(r->c)[0])
+		printf("# %s\n", slotcomm_transport_note(r->c));
+	printf("# transport %s\n", r->be == &backend_nccl ? "nccl" : slotcomm_transport_name(r->c));
 	for (int i = 0; i < shown; i++)
-		printf("#   rank %d: host %s, data plane %s\n", i, comm_peer_host(r->c, i),
-		       comm_peer_addr(r->c, i));
+		printf("#   rank %d: host %s, data plane %s\n", i, slotcomm_peer_host(r->c, i),
+		       slotcomm_peer_addr(r->c, i));
 	if (shown < r->size)
 		printf("#   ... and %d more ranks\n", r->size - shown);
 	if (o->check)
 		printf("# check: integers exact; floats within a relative float32 %g, float64 %g, "
-		       "bf16 %g, fp16 %g\n", verify_tolerance(COMM_FLOAT32),
-		       verify_tolerance(COMM_FLOAT64), verify_tolerance(COMM_BF16),
-		       verify_tolerance(COMM_FP16));
+		       "bf16 %g, fp16 %g\n", verify_tolerance(SLOTCOMM_FLOAT32),
+		       verify_tolerance(SLOTCOMM_FLOAT64), verify_tolerance(SLOTCOMM_BF16),
+		       verify_tolerance(SLOTCOMM_FP16));
 	printf("#\n");
 	printf("# %10s  %12s  %8s  %6s  %6s  %10s  %7s  %7s  %6s\n", "size", "count", "type", "redop",
 	       "root", "time", "algbw", "busbw", "#wrong");
@@ -221,7 +216,7 @@ static void header(struct run *r, const char *backend_note)
 }
 
 /* Which backend, agreed by all ranks: NCCL for auto only when every rank
- * can use it.  NULL when the agreement failed (comm_error says why). */
+ * can use it.  NULL when the agreement failed (slotcomm_error says why). */
 static const struct backend_ops *choose_backend(struct run *r, int local_ok, const char *why,
 						char *note, size_t len)
 {
@@ -233,7 +228,7 @@ static const struct backend_ops *choose_backend(struct run *r, int local_ok, con
 	if (r->o->backend == BENCH_NCCL)
 		return &backend_nccl;  /* checked before the rendezvous */
 	all = malloc((size_t)r->size);
-	if (!all || comm_allgather(r->c, &mine, 1, all) < 0) {
+	if (!all || slotcomm_allgather(r->c, &mine, 1, all) < 0) {
 		free(all);
 		return NULL;
 	}
@@ -258,8 +253,8 @@ static const struct backend_ops *choose_backend(struct run *r, int local_ok, con
 static int run_rows(struct run *r)
 {
 	const struct bench_opts *o = r->o;
-	int t0 = o->dtype < 0 ? 0 : o->dtype, t1 = o->dtype < 0 ? COMM_DTYPE_COUNT : o->dtype + 1;
-	int p0 = o->op < 0 ? 0 : o->op, p1 = o->op < 0 ? COMM_OP_COUNT : o->op + 1;
+	int t0 = o->dtype < 0 ? 0 : o->dtype, t1 = o->dtype < 0 ? SLOTCOMM_DTYPE_COUNT : o->dtype + 1;
+	int p0 = o->op < 0 ? 0 : o->op, p1 = o->op < 0 ? SLOTCOMM_OP_COUNT : o->op + 1;
 
 	for (int t = t0; t < t1; t++) {
 		for (int p = p0; p < p1; p++) {
@@ -268,9 +263,9 @@ static int run_rows(struct run *r)
 			for (;;) {
 				bool stop = false;
 
-				if (row(r, size, (enum comm_dtype)t, (enum comm_op)p) < 0)
+				if (row(r, size, (enum slotcomm_dtype)t, (enum slotcomm_op)p) < 0)
 					return die(r, NULL);
-				if (comm_should_preempt(r->c, preempt_asked != 0, &stop) < 0)
+				if (slotcomm_should_preempt(r->c, preempt_asked != 0, &stop) < 0)
 					return die(r, NULL);
 				if (stop) {
 					if (r->rank == 0) {
@@ -291,9 +286,9 @@ static int run_rows(struct run *r)
 int bench_main(const struct bench_opts *o)
 {
 	struct sigaction sa = { .sa_handler = on_usr1 };
-	struct comm_config cfg;
+	struct slotcomm_config cfg;
 	struct run r = { .o = o };
-	char err[COMM_ERR_MAX], why[256] = "", note[512] = "";
+	char err[SLOTCOMM_ERR_MAX], why[256] = "", note[512] = "";
 	int local_ok = 0, status = 0;
 	size_t cap = o->maxbytes ? (size_t)o->maxbytes : 1;
 
@@ -302,7 +297,7 @@ int bench_main(const struct bench_opts *o)
 	sa.sa_flags = SA_RESTART;
 	sigaction(SIGUSR1, &sa, NULL);
 
-	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_config_from_env(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "nccl_worker: %s\n", err);
 		return BENCH_EXIT_USAGE;
 	}
@@ -313,7 +308,7 @@ int bench_main(const struct bench_opts *o)
 	r.corrupt_rank = getenv("NCCL_WORKER_TEST_CORRUPT_RANK")
 				 ? atoi(getenv("NCCL_WORKER_TEST_CORRUPT_RANK")) : -1;
 	if (o->backend != BENCH_CPU)
-		local_ok = ring_nccl_probe(why, sizeof(why)) > 0;
+		local_ok = slotcomm_nccl_probe(why, sizeof(why)) > 0;
 	if (o->backend == BENCH_NCCL && !local_ok) {
 		fprintf(stderr, "nccl_worker: rank %d: --backend nccl: %s\n", r.rank, why);
 		return BENCH_EXIT_UNAVAILABLE;
@@ -323,7 +318,7 @@ int bench_main(const struct bench_opts *o)
 		fprintf(stderr, "nccl_worker: rank %d: cannot allocate %zu bytes\n", r.rank, cap);
 		return 1;
 	}
-	if (comm_init(&r.c, &cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_init(&r.c, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "nccl_worker: rank %d: %s\n", r.rank, err);
 		free(r.host);
 		return 1;
@@ -335,7 +330,7 @@ int bench_main(const struct bench_opts *o)
 		goto out;
 	}
 	if (r.be->open(r.c, cap, &r.b) < 0) {
-		if (!comm_error(r.c)[0])
+		if (!slotcomm_error(r.c)[0])
 			fprintf(stderr, "nccl_worker: rank %d: cannot open the %s backend: out of memory\n",
 				r.rank, r.be->name);
 		status = die(&r, r.be == &backend_nccl ? "NCCL" : NULL);
@@ -358,7 +353,7 @@ int bench_main(const struct bench_opts *o)
 out:
 	if (r.b)
 		r.be->close(r.b);
-	comm_destroy(r.c);
+	slotcomm_destroy(r.c);
 	free(r.host);
 	return status;
 }

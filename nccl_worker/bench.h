@@ -20,8 +20,8 @@ struct bench_opts {
 	uint64_t factor;     /* sizes grow by this factor ... */
 	uint64_t stepbytes;  /* ... or by this many bytes when not 0 */
 	long iters, warmup;
-	int dtype;           /* enum comm_dtype, or -1 for all */
-	int op;              /* enum comm_op, or -1 for all */
+	int dtype;           /* enum slotcomm_dtype, or -1 for all */
+	int op;              /* enum slotcomm_op, or -1 for all */
 	int check;
 };
 

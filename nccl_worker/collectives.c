@@ -34,7 +34,7 @@ static int xfer_complete(const struct xfer *x)
 	return x->hdr_done == FRAME_HDR_LEN && x->done == x->len;
 }
 
-static int xfer_io_fail(struct comm *c, const struct xfer *x, int rc, const char *what)
+static int xfer_io_fail(struct slotcomm *c, const struct xfer *x, int rc, const char *what)
 {
 	char phrase[96];
 
@@ -44,7 +44,7 @@ static int xfer_io_fail(struct comm *c, const struct xfer *x, int rc, const char
 
 /* Moves what can move without blocking.  Returns 1 on progress, 0 if
  * nothing moved, or the failure. */
-static int xfer_step(struct comm *c, struct xfer *x, const char *what)
+static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 {
 	int fd = c->ctl[x->peer];
 	ssize_t k;
@@ -123,7 +123,7 @@ static int xfer_step(struct comm *c, struct xfer *x, const char *what)
 /* Runs the transfers to completion.  The deadline restarts whenever they
  * make progress (COMM_SEND_PROGRESS): a slow but live peer is fine, a
  * silent one is not. */
-static int xfer_run(struct comm *c, struct xfer *x, int nx, const char *what)
+static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what)
 {
 	int64_t deadline = sock_now_ns() + c->timeout_ns;
 	uint64_t sent = 0;  /* since the deadline was last pushed back */
@@ -193,7 +193,7 @@ static int xfer_run(struct comm *c, struct xfer *x, int nx, const char *what)
 
 /* --- collectives --------------------------------------------------------- */
 
-static int begin(struct comm *c)
+static int begin(struct slotcomm *c)
 {
 	int r = comm_usable(c);
 
@@ -203,7 +203,7 @@ static int begin(struct comm *c)
 }
 
 /* Rank 0 receives len bytes from every rank into recv + rank * len. */
-static int gather_impl(struct comm *c, const void *send, size_t len, void *recv, const char *what)
+static int gather_impl(struct slotcomm *c, const void *send, size_t len, void *recv, const char *what)
 {
 	struct xfer *x;
 	int nx = 0, r;
@@ -232,7 +232,7 @@ static int gather_impl(struct comm *c, const void *send, size_t len, void *recv,
 	return r;
 }
 
-static int bcast_impl(struct comm *c, void *buf, size_t len, const char *what)
+static int bcast_impl(struct slotcomm *c, void *buf, size_t len, const char *what)
 {
 	struct xfer *x;
 	int nx = 0, r;
@@ -254,7 +254,7 @@ static int bcast_impl(struct comm *c, void *buf, size_t len, const char *what)
 	return r;
 }
 
-static int check_total(struct comm *c, size_t len, const char *what)
+static int check_total(struct slotcomm *c, size_t len, const char *what)
 {
 	if (len > SIZE_MAX / (size_t)c->size)
 		return comm_fail(c, -EOVERFLOW, -1, "%s of %zu bytes from %d ranks overflows", what,
@@ -262,7 +262,7 @@ static int check_total(struct comm *c, size_t len, const char *what)
 	return 0;
 }
 
-int comm_gather(struct comm *c, const void *send, size_t len, void *recv)
+int slotcomm_gather(struct slotcomm *c, const void *send, size_t len, void *recv)
 {
 	int r = begin(c);
 
@@ -271,14 +271,14 @@ int comm_gather(struct comm *c, const void *send, size_t len, void *recv)
 	return r < 0 ? r : gather_impl(c, send, len, recv, "gather");
 }
 
-int comm_broadcast(struct comm *c, void *buf, size_t len)
+int slotcomm_broadcast(struct slotcomm *c, void *buf, size_t len)
 {
 	int r = begin(c);
 
 	return r < 0 ? r : bcast_impl(c, buf, len, "broadcast");
 }
 
-int comm_allgather(struct comm *c, const void *send, size_t len, void *recv)
+int slotcomm_allgather(struct slotcomm *c, const void *send, size_t len, void *recv)
 {
 	int r = begin(c);
 
@@ -291,7 +291,7 @@ int comm_allgather(struct comm *c, const void *send, size_t len, void *recv)
 	return r;
 }
 
-int comm_barrier(struct comm *c)
+int slotcomm_barrier(struct slotcomm *c)
 {
 	uint8_t none = 0;
 	int r = begin(c);
@@ -303,7 +303,7 @@ int comm_barrier(struct comm *c)
 	return r;
 }
 
-int comm_should_preempt(struct comm *c, bool local, bool *out)
+int slotcomm_should_preempt(struct slotcomm *c, bool local, bool *out)
 {
 	uint8_t mine = local ? 1 : 0, *all = NULL;
 	int r = begin(c);

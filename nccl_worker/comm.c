@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* The communicator's life cycle: comm_init (the data-plane listener, the
- * rendezvous, the ring connections), comm_destroy, and what a communicator
+/* The communicator's life cycle: slotcomm_init (the data-plane listener, the
+ * rendezvous, the ring connections), slotcomm_destroy, and what a communicator
  * tells about itself.
  *
  * Ring connections: each rank connects to its right neighbour's data plane,
@@ -33,26 +33,6 @@
 #include "transport.h"
 
 /* --- helpers ------------------------------------------------------------- */
-
-int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (c->err[0])
-		return rc;
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-int comm_init_io_err(struct comm *c, int rc, int peer, const char *where)
-{
-	char phrase[96];
-
-	comm_io_phrase(c, rc, phrase, sizeof(phrase));
-	return comm_init_err(c, rc, "peer rank %d %s %s", peer, phrase, where);
-}
 
 static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
 		   socklen_t *len)
@@ -130,7 +110,7 @@ static void ring_tune(struct ring *g, int fd)
 		g->recv_local = local;
 }
 
-int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline)
+int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline)
 {
 	int right = g->right, left = g->left;
 	struct sockaddr_storage ss;
@@ -151,7 +131,7 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 	ring_tune(g, g->send_fd);
 	auth_nonce(hello.nonce);
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
-	rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
+	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
 		 c->peers[right].ring_nonce, hello.nonce);
 	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
 	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
@@ -179,7 +159,7 @@ int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline
 		    frame_decode_hdr(buf, FRAME_HELLO_LEN, &h, &why) == 0 && h.type == FRAME_HELLO &&
 		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
 		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
-		    rdv_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
+		    frame_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
 			       c->peers[c->rank].ring_nonce, got.nonce)) {
 			g->recv_fd = fd;
 			ring_tune(g, fd);
@@ -203,7 +183,7 @@ void comm_ring_close(struct ring *g)
 
 /* --- init / destroy ------------------------------------------------------ */
 
-static void count_hosts(struct comm *c)
+static void count_hosts(struct slotcomm *c)
 {
 	c->nhosts = 0;
 	for (int i = 0; i < c->size; i++) {
@@ -215,7 +195,7 @@ static void count_hosts(struct comm *c)
 	}
 }
 
-static void format_addrs(struct comm *c)
+static void format_addrs(struct slotcomm *c)
 {
 	for (int i = 0; i < c->size; i++) {
 		const struct frame_peer *p = &c->peers[i];
@@ -230,7 +210,7 @@ static void format_addrs(struct comm *c)
 }
 
 /* The ring through every rank, in rank order. */
-static int connect_full_ring(struct comm *c, int dlfd, int64_t deadline)
+static int connect_full_ring(struct slotcomm *c, int dlfd, int64_t deadline)
 {
 	c->ring.pos = c->rank;
 	c->ring.n = c->size;
@@ -246,7 +226,7 @@ static const char *asked(char t)
 
 /* The ring through the node leaders (the hierarchical transport), for the
  * leaders; the other ranks are in no ring. */
-static int connect_leader_ring(struct comm *c, const int *leaders, int nnodes, int dlfd,
+static int connect_leader_ring(struct slotcomm *c, const int *leaders, int nnodes, int dlfd,
 			       int64_t deadline)
 {
 	for (int k = 0; k < nnodes; k++) {
@@ -264,7 +244,7 @@ static int connect_leader_ring(struct comm *c, const int *leaders, int nnodes, i
 /* Whether every node could set up its shared memory: one allgather, so
  * that all ranks take the same decision.  Returns 1 (all could), 0 with the
  * first failure's reason in why, or the control plane's failure. */
-static int agree(struct comm *c, int ok, char *why, size_t len)
+static int agree(struct slotcomm *c, int ok, char *why, size_t len)
 {
 	struct vote {
 		char ok;
@@ -275,7 +255,7 @@ static int agree(struct comm *c, int ok, char *why, size_t len)
 	if (!all)
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	snprintf(mine.why, sizeof(mine.why), "%s", why);
-	r = comm_allgather(c, &mine, sizeof(mine), all);
+	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
 	for (int i = 0; r == 0 && i < c->size; i++) {
 		if (!all[i].ok) {
 			all[i].why[sizeof(all[i].why) - 1] = '\0';
@@ -295,11 +275,11 @@ static int agree(struct comm *c, int ok, char *why, size_t len)
  * (the shm transport on one node, the hierarchical one across several),
  * else, or when a node cannot set it up, the TCP ring.  shm: shared memory
  * or a one-line error. */
-static int pick_transport(struct comm *c, int dlfd, int64_t deadline)
+static int pick_transport(struct slotcomm *c, int dlfd, int64_t deadline)
 {
 	struct shm_info mine, *all = calloc((size_t)c->size, sizeof(*all));
 	int *leaders = malloc(sizeof(int) * (size_t)c->size);
-	char why[COMM_ERR_MAX] = "";
+	char why[SLOTCOMM_ERR_MAX] = "";
 	int nnodes, r;
 
 	if (!all || !leaders) {
@@ -308,7 +288,7 @@ static int pick_transport(struct comm *c, int dlfd, int64_t deadline)
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	}
 	shm_info_fill(c, &mine);
-	r = comm_allgather(c, &mine, sizeof(mine), all);
+	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
 	if (r < 0)
 		goto out;
 	for (int i = 0; i < c->size; i++) {
@@ -363,7 +343,7 @@ out:
 	return r;
 }
 
-static int do_init(struct comm *c, int64_t deadline)
+static int do_init(struct slotcomm *c, int64_t deadline)
 {
 	struct sockaddr_storage master, data;
 	socklen_t mlen = 0, dlen = 0;
@@ -403,18 +383,24 @@ static int do_init(struct comm *c, int64_t deadline)
 	return r;
 }
 
-int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_t errlen)
+int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char *err,
+		  size_t errlen)
 {
-	struct comm *c = calloc(1, sizeof(*c));
-	size_t n = (size_t)cfg->size;
+	struct slotcomm *c;
+	size_t n;
 	int r;
 
 	*out = NULL;
-	if (!c) {
+	if ((r = slotcomm_config_check(cfg, err, errlen)) < 0)
+		return r;
+	n = (size_t)cfg->size;
+	if (!(c = calloc(1, sizeof(*c)))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	c->cfg = *cfg;
+	if (!c->cfg.host[0])
+		comm_own_host(c->cfg.host, sizeof(c->cfg.host));
 	c->rank = cfg->rank;
 	c->size = cfg->size;
 	c->timeout_ns = cfg->timeout_s * 1e9 < 9e18 ? (int64_t)(cfg->timeout_s * 1e9) : INT64_MAX / 2;
@@ -429,7 +415,7 @@ int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_
 	c->watch = calloc(n, sizeof(*c->watch));
 	c->pfd = calloc(n + 2, sizeof(*c->pfd));
 	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->pfd) {
-		comm_destroy(c);
+		slotcomm_destroy(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -437,7 +423,7 @@ int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_
 		c->ctl[i] = -1;
 
 	if (c->size == 1) {
-		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", cfg->host);
+		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", c->cfg.host);
 		r = 0;
 	} else {
 		r = do_init(c, sock_deadline_in(cfg->timeout_s));
@@ -446,14 +432,14 @@ int comm_init(struct comm **out, const struct comm_config *cfg, char *err, size_
 	count_hosts(c);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", c->err);
-		comm_destroy(c);
+		slotcomm_destroy(c);
 		return r;
 	}
 	*out = c;
 	return 0;
 }
 
-void comm_destroy(struct comm *c)
+void slotcomm_destroy(struct slotcomm *c)
 {
 	if (!c)
 		return;
@@ -464,7 +450,7 @@ void comm_destroy(struct comm *c)
 			close(c->ctl[i]);
 	if (c->tp && c->tp->destroy)
 		c->tp->destroy(c);
-	shm_free(c, 0);  /* what a failed comm_init left */
+	shm_free(c, 0);  /* what a failed slotcomm_init left */
 	comm_ring_close(&c->ring);
 	free(c->peers);
 	free(c->peer_addr);
@@ -475,31 +461,31 @@ void comm_destroy(struct comm *c)
 	free(c);
 }
 
-int comm_rank(const struct comm *c) { return c->rank; }
-int comm_size(const struct comm *c) { return c->size; }
-int comm_local_rank(const struct comm *c) { return c->cfg.local_rank; }
-int comm_local_size(const struct comm *c) { return c->cfg.local_size; }
-int comm_nhosts(const struct comm *c) { return c->nhosts; }
-int comm_nnodes(const struct comm *c) { return c->nnodes; }
-double comm_timeout_s(const struct comm *c) { return c->cfg.timeout_s; }
-const char *comm_error(const struct comm *c) { return c->err; }
+int slotcomm_rank(const struct slotcomm *c) { return c->rank; }
+int slotcomm_size(const struct slotcomm *c) { return c->size; }
+int slotcomm_local_rank(const struct slotcomm *c) { return c->cfg.local_rank; }
+int slotcomm_local_size(const struct slotcomm *c) { return c->cfg.local_size; }
+int slotcomm_nhosts(const struct slotcomm *c) { return c->nhosts; }
+int slotcomm_nnodes(const struct slotcomm *c) { return c->nnodes; }
+double slotcomm_timeout_s(const struct slotcomm *c) { return c->cfg.timeout_s; }
+const char *slotcomm_error(const struct slotcomm *c) { return c->err; }
 
-const char *comm_peer_host(const struct comm *c, int rank)
+const char *slotcomm_peer_host(const struct slotcomm *c, int rank)
 {
 	return rank >= 0 && rank < c->size ? c->peers[rank].host : "?";
 }
 
-const char *comm_peer_addr(const struct comm *c, int rank)
+const char *slotcomm_peer_addr(const struct slotcomm *c, int rank)
 {
 	return rank >= 0 && rank < c->size ? c->peer_addr[rank] : "?";
 }
 
-const char *comm_transport_name(const struct comm *c)
+const char *slotcomm_transport_name(const struct slotcomm *c)
 {
 	return c->tp->name;
 }
 
-void comm_transport_describe(const struct comm *c, char *buf, size_t len)
+void slotcomm_transport_describe(const struct slotcomm *c, char *buf, size_t len)
 {
 	if (c->size == 1)
 		snprintf(buf, len, "a single rank, nothing to exchange");
@@ -507,13 +493,13 @@ void comm_transport_describe(const struct comm *c, char *buf, size_t len)
 		c->tp->describe(c, buf, len);
 }
 
-const char *comm_transport_note(const struct comm *c)
+const char *slotcomm_transport_note(const struct slotcomm *c)
 {
 	return c->tp_note;
 }
 
-int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-		   enum comm_op op)
+int slotcomm_allreduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype,
+		   enum slotcomm_op op)
 {
 	int r = comm_usable(c);
 
@@ -523,7 +509,7 @@ int comm_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtyp
 	if (!reduce_get(dtype, op))
 		return comm_fail(c, -EINVAL, -1, "all-reduce: unknown type %d or op %d", (int)dtype,
 				 (int)op);
-	if (count > SIZE_MAX / comm_dtype_size(dtype))
+	if (count > SIZE_MAX / slotcomm_dtype_size(dtype))
 		return comm_fail(c, -EOVERFLOW, -1, "all-reduce of %zu elements overflows", count);
 	if (c->size == 1)
 		return 0;  /* the sum, min, max, product and mean of one value */

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* The comm library's names (types, ops) and its configuration: the worker
- * environment read into struct comm_config, with a one-line error naming
- * the variable for anything malformed (README "nccl_worker", Environment).
- * Pure but for gethostname and getenv. */
+ * environment read into struct slotcomm_config, with a one-line error naming
+ * the variable for anything malformed (slotcomm.h, Environment), and the
+ * check of a configuration filled by hand, naming the field.  Pure but for
+ * gethostname and getenv. */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,36 +20,36 @@
 
 /* --- names --------------------------------------------------------------- */
 
-static const char *const dtype_names[COMM_DTYPE_COUNT] = {
+static const char *const dtype_names[SLOTCOMM_DTYPE_COUNT] = {
 	"float32", "float64", "int32", "int64", "bf16", "fp16",
 };
-static const size_t dtype_sizes[COMM_DTYPE_COUNT] = { 4, 8, 4, 8, 2, 2 };
-static const char *const op_names[COMM_OP_COUNT] = { "sum", "prod", "min", "max", "avg" };
+static const size_t dtype_sizes[SLOTCOMM_DTYPE_COUNT] = { 4, 8, 4, 8, 2, 2 };
+static const char *const op_names[SLOTCOMM_OP_COUNT] = { "sum", "prod", "min", "max", "avg" };
 
-size_t comm_dtype_size(enum comm_dtype t)
+size_t slotcomm_dtype_size(enum slotcomm_dtype t)
 {
-	return (unsigned)t < COMM_DTYPE_COUNT ? dtype_sizes[t] : 0;
+	return (unsigned)t < SLOTCOMM_DTYPE_COUNT ? dtype_sizes[t] : 0;
 }
 
-const char *comm_dtype_name(enum comm_dtype t)
+const char *slotcomm_dtype_name(enum slotcomm_dtype t)
 {
-	return (unsigned)t < COMM_DTYPE_COUNT ? dtype_names[t] : "?";
+	return (unsigned)t < SLOTCOMM_DTYPE_COUNT ? dtype_names[t] : "?";
 }
 
-const char *comm_op_name(enum comm_op op)
+const char *slotcomm_op_name(enum slotcomm_op op)
 {
-	return (unsigned)op < COMM_OP_COUNT ? op_names[op] : "?";
+	return (unsigned)op < SLOTCOMM_OP_COUNT ? op_names[op] : "?";
 }
 
-int comm_dtype_parse(const char *s)
+int slotcomm_dtype_parse(const char *s)
 {
-	static const struct { const char *name; enum comm_dtype t; } alias[] = {
-		{ "float32", COMM_FLOAT32 }, { "float", COMM_FLOAT32 }, { "f32", COMM_FLOAT32 },
-		{ "float64", COMM_FLOAT64 }, { "double", COMM_FLOAT64 }, { "f64", COMM_FLOAT64 },
-		{ "int32", COMM_INT32 }, { "int", COMM_INT32 }, { "i32", COMM_INT32 },
-		{ "int64", COMM_INT64 }, { "i64", COMM_INT64 },
-		{ "bf16", COMM_BF16 }, { "bfloat16", COMM_BF16 },
-		{ "fp16", COMM_FP16 }, { "half", COMM_FP16 }, { "float16", COMM_FP16 },
+	static const struct { const char *name; enum slotcomm_dtype t; } alias[] = {
+		{ "float32", SLOTCOMM_FLOAT32 }, { "float", SLOTCOMM_FLOAT32 }, { "f32", SLOTCOMM_FLOAT32 },
+		{ "float64", SLOTCOMM_FLOAT64 }, { "double", SLOTCOMM_FLOAT64 }, { "f64", SLOTCOMM_FLOAT64 },
+		{ "int32", SLOTCOMM_INT32 }, { "int", SLOTCOMM_INT32 }, { "i32", SLOTCOMM_INT32 },
+		{ "int64", SLOTCOMM_INT64 }, { "i64", SLOTCOMM_INT64 },
+		{ "bf16", SLOTCOMM_BF16 }, { "bfloat16", SLOTCOMM_BF16 },
+		{ "fp16", SLOTCOMM_FP16 }, { "half", SLOTCOMM_FP16 }, { "float16", SLOTCOMM_FP16 },
 	};
 
 	for (size_t i = 0; i < sizeof(alias) / sizeof(alias[0]); i++)
@@ -56,12 +58,17 @@ int comm_dtype_parse(const char *s)
 	return -EINVAL;
 }
 
-int comm_op_parse(const char *s)
+int slotcomm_op_parse(const char *s)
 {
-	for (int i = 0; i < COMM_OP_COUNT; i++)
+	for (int i = 0; i < SLOTCOMM_OP_COUNT; i++)
 		if (strcmp(s, op_names[i]) == 0)
 			return i;
 	return -EINVAL;
+}
+
+const char *slotcomm_version(void)
+{
+	return SLOTCOMM_VERSION_STRING;
 }
 
 /* --- environment --------------------------------------------------------- */
@@ -102,7 +109,7 @@ static int env_long(const char *(*get)(const char *), const char *name, long min
 	return 0;
 }
 
-int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *), char *err,
+int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const char *), char *err,
 		      size_t errlen)
 {
 	long size, rank, lrank, lsize, port = 0;
@@ -111,13 +118,13 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *),
 	int r;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if ((r = env_long(get, "WORLD_SIZE", 1, COMM_MAX_RANKS, LONG_MIN, &size, err, errlen)) < 0 ||
-	    (r = env_long(get, "RANK", 0, COMM_MAX_RANKS, LONG_MIN, &rank, err, errlen)) < 0)
+	if ((r = env_long(get, "WORLD_SIZE", 1, SLOTCOMM_MAX_RANKS, LONG_MIN, &size, err, errlen)) < 0 ||
+	    (r = env_long(get, "RANK", 0, SLOTCOMM_MAX_RANKS, LONG_MIN, &rank, err, errlen)) < 0)
 		return r;
 	if (rank >= size)
 		return cfg_err(err, errlen, "RANK=%ld is not below WORLD_SIZE=%ld", rank, size);
-	if ((r = env_long(get, "LOCAL_WORLD_SIZE", 1, COMM_MAX_RANKS, size, &lsize, err, errlen)) < 0 ||
-	    (r = env_long(get, "LOCAL_RANK", 0, COMM_MAX_RANKS, lsize == size ? rank : LONG_MIN,
+	if ((r = env_long(get, "LOCAL_WORLD_SIZE", 1, SLOTCOMM_MAX_RANKS, size, &lsize, err, errlen)) < 0 ||
+	    (r = env_long(get, "LOCAL_RANK", 0, SLOTCOMM_MAX_RANKS, lsize == size ? rank : LONG_MIN,
 			  &lrank, err, errlen)) < 0)
 		return r;
 	if (lrank >= lsize)
@@ -142,7 +149,7 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *),
 		return r;
 	cfg->master_port = (int)port;
 
-	cfg->timeout_s = COMM_DEFAULT_TIMEOUT_S;
+	cfg->timeout_s = SLOTCOMM_DEFAULT_TIMEOUT_S;
 	s = get("SLOTRUN_TIMEOUT");
 	if (s && *s) {
 		char *end;
@@ -159,11 +166,11 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *),
 
 	s = get("SLOTRUN_TRANSPORT");
 	if (!s || !*s || strcmp(s, "auto") == 0)
-		cfg->transport = COMM_TRANSPORT_AUTO;
+		cfg->transport = SLOTCOMM_TRANSPORT_AUTO;
 	else if (strcmp(s, "tcp") == 0)
-		cfg->transport = COMM_TRANSPORT_TCP;
+		cfg->transport = SLOTCOMM_TRANSPORT_TCP;
 	else if (strcmp(s, "shm") == 0)
-		cfg->transport = COMM_TRANSPORT_SHM;
+		cfg->transport = SLOTCOMM_TRANSPORT_SHM;
 	else
 		return cfg_err(err, errlen, "SLOTRUN_TRANSPORT=%s: expected auto, tcp or shm",
 			       comm_shown(s, b, sizeof(b)));
@@ -181,13 +188,18 @@ int comm_config_parse(struct comm_config *cfg, const char *(*get)(const char *),
 			return cfg_err(err, errlen, "NCCL_SOCKET_IFNAME is too long");
 		strcpy(cfg->ifname, s);
 	}
-	if (gethostname(cfg->host, sizeof(cfg->host)) < 0 || !cfg->host[0])
-		strcpy(cfg->host, "localhost");
-	cfg->host[sizeof(cfg->host) - 1] = '\0';
-	for (char *p = cfg->host; *p; p++)
+	comm_own_host(cfg->host, sizeof(cfg->host));
+	return 0;
+}
+
+void comm_own_host(char *host, size_t len)
+{
+	if (gethostname(host, len) < 0 || !host[0])
+		snprintf(host, len, "localhost");
+	host[len - 1] = '\0';
+	for (char *p = host; *p; p++)
 		if ((unsigned char)*p < 0x20 || *p == 0x7f)
 			*p = '?';
-	return 0;
 }
 
 static const char *real_getenv(const char *name)
@@ -195,7 +207,78 @@ static const char *real_getenv(const char *name)
 	return getenv(name);
 }
 
-int comm_config_from_env(struct comm_config *cfg, char *err, size_t errlen)
+int slotcomm_config_from_env(struct slotcomm_config *cfg, char *err, size_t errlen)
 {
-	return comm_config_parse(cfg, real_getenv, err, errlen);
+	return slotcomm_config_parse(cfg, real_getenv, err, errlen);
+}
+
+/* --- a configuration filled by hand ------------------------------------- */
+
+void slotcomm_config_init(struct slotcomm_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->size = 1;
+	cfg->local_size = 1;
+	cfg->timeout_s = SLOTCOMM_DEFAULT_TIMEOUT_S;
+	cfg->transport = SLOTCOMM_TRANSPORT_AUTO;
+}
+
+/* A string field must end within its array and hold no control character
+ * (it goes into one-line messages and onto the wire). */
+static int check_string(const char *field, const char *s, size_t size, char *err,
+			size_t errlen)
+{
+	const char *end = memchr(s, '\0', size);
+
+	if (!end)
+		return cfg_err(err, errlen, "slotcomm_config.%s is not terminated within its %zu bytes "
+			       "(keep it shorter than that)", field, size);
+	for (const char *p = s; p < end; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return cfg_err(err, errlen, "slotcomm_config.%s holds a control character "
+				       "(remove it)", field);
+	return 0;
+}
+
+int slotcomm_config_check(const struct slotcomm_config *cfg, char *err, size_t errlen)
+{
+	int r;
+
+	if (cfg->size < 1 || cfg->size > SLOTCOMM_MAX_RANKS)
+		return cfg_err(err, errlen, "slotcomm_config.size=%d is out of range (set it to the "
+			       "number of ranks, 1 to %d)", cfg->size, SLOTCOMM_MAX_RANKS);
+	if (cfg->rank < 0 || cfg->rank >= cfg->size)
+		return cfg_err(err, errlen, "slotcomm_config.rank=%d is not below .size=%d (set it "
+			       "to this process's rank, 0 to size - 1)", cfg->rank, cfg->size);
+	if (cfg->local_size < 1 || cfg->local_size > SLOTCOMM_MAX_RANKS)
+		return cfg_err(err, errlen, "slotcomm_config.local_size=%d is out of range (set it "
+			       "to the ranks on this node, 1 to %d)", cfg->local_size,
+			       SLOTCOMM_MAX_RANKS);
+	if (cfg->local_rank < 0 || cfg->local_rank >= cfg->local_size)
+		return cfg_err(err, errlen, "slotcomm_config.local_rank=%d is not below "
+			       ".local_size=%d (set it to the rank within this node)",
+			       cfg->local_rank, cfg->local_size);
+	if ((r = check_string("master_addr", cfg->master_addr, sizeof(cfg->master_addr), err,
+			      errlen)) < 0 ||
+	    (r = check_string("ifname", cfg->ifname, sizeof(cfg->ifname), err, errlen)) < 0 ||
+	    (r = check_string("host", cfg->host, sizeof(cfg->host), err, errlen)) < 0)
+		return r;
+	if (!memchr(cfg->secret, '\0', sizeof(cfg->secret)))
+		return cfg_err(err, errlen, "slotcomm_config.secret is not terminated within its %zu "
+			       "bytes (keep it shorter than that)", sizeof(cfg->secret));
+	if (cfg->size > 1 && !cfg->master_addr[0])
+		return cfg_err(err, errlen, "slotcomm_config.master_addr is empty (set it to rank "
+			       "0's address: needed when size > 1)");
+	if (cfg->size > 1 && (cfg->master_port < 1 || cfg->master_port > 65535))
+		return cfg_err(err, errlen, "slotcomm_config.master_port=%d is out of range (set it "
+			       "to rank 0's port, 1 to 65535: needed when size > 1)",
+			       cfg->master_port);
+	if (!(cfg->timeout_s > 0) || !isfinite(cfg->timeout_s) || cfg->timeout_s > 1e7)
+		return cfg_err(err, errlen, "slotcomm_config.timeout_s=%g is out of range (set it to "
+			       "seconds above 0, e.g. %g)", cfg->timeout_s,
+			       SLOTCOMM_DEFAULT_TIMEOUT_S);
+	if ((unsigned)cfg->transport > SLOTCOMM_TRANSPORT_SHM)
+		return cfg_err(err, errlen, "slotcomm_config.transport=%d is not a transport (set it "
+			       "to SLOTCOMM_TRANSPORT_AUTO, _TCP or _SHM)", (int)cfg->transport);
+	return 0;
 }

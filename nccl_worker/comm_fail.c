@@ -24,7 +24,7 @@
 
 /* --- errors -------------------------------------------------------------- */
 
-void comm_io_phrase(const struct comm *c, int rc, char *buf, size_t len)
+void comm_io_phrase(const struct slotcomm *c, int rc, char *buf, size_t len)
 {
 	if (rc == SOCK_EOF || rc == -EPIPE)
 		snprintf(buf, len, "closed the connection");
@@ -40,7 +40,7 @@ void comm_io_phrase(const struct comm *c, int rc, char *buf, size_t len)
  * peers that wait on it rather than on a socket (transport.h, broken).  a
  * is the failure as the others should hear it; NULL: this rank's c->err,
  * blaming nobody. */
-static void mark_broken(struct comm *c, const struct frame_abort *a)
+static void mark_broken(struct slotcomm *c, const struct frame_abort *a)
 {
 	struct frame_abort own = { .origin = c->rank, .culprit = -1 };
 
@@ -58,10 +58,10 @@ static void mark_broken(struct comm *c, const struct frame_abort *a)
 
 /* Marks the communicator broken with this message (cut to fit), without
  * telling anyone over the control plane; a as for mark_broken. */
-static void set_err(struct comm *c, const struct frame_abort *a, const char *fmt, ...)
+static void set_err(struct slotcomm *c, const struct frame_abort *a, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void set_err(struct comm *c, const struct frame_abort *a, const char *fmt, ...)
+static void set_err(struct slotcomm *c, const struct frame_abort *a, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -73,14 +73,14 @@ static void set_err(struct comm *c, const struct frame_abort *a, const char *fmt
 	mark_broken(c, a);
 }
 
-int comm_usable(struct comm *c)
+int comm_usable(struct slotcomm *c)
 {
 	return c->broken ? -ENOTCONN : 0;
 }
 
 /* One best-effort write of a whole abort frame on control stream `peer`;
  * never blocks, never interleaves with a frame already half written. */
-static void send_abort(struct comm *c, int peer, const struct frame_abort *a)
+static void send_abort(struct slotcomm *c, int peer, const struct frame_abort *a)
 {
 	uint8_t buf[FRAME_HDR_LEN + FRAME_ABORT_MAX];
 	long n;
@@ -97,7 +97,7 @@ static void send_abort(struct comm *c, int peer, const struct frame_abort *a)
 		c->ctl_mid[peer] = 1;
 }
 
-static void broadcast_abort(struct comm *c, const struct frame_abort *a, int skip)
+static void broadcast_abort(struct slotcomm *c, const struct frame_abort *a, int skip)
 {
 	if (c->rank != 0) {
 		send_abort(c, 0, a);
@@ -108,7 +108,27 @@ static void broadcast_abort(struct comm *c, const struct frame_abort *a, int ski
 			send_abort(c, r, a);
 }
 
-int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
+int comm_init_err(struct slotcomm *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (c->err[0])
+		return rc;
+	va_start(ap, fmt);
+	vsnprintf(c->err, sizeof(c->err), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+int comm_init_io_err(struct slotcomm *c, int rc, int peer, const char *where)
+{
+	char phrase[96];
+
+	comm_io_phrase(c, rc, phrase, sizeof(phrase));
+	return comm_init_err(c, rc, "peer rank %d %s %s", peer, phrase, where);
+}
+
+int comm_fail(struct slotcomm *c, int rc, int culprit, const char *fmt, ...)
 {
 	struct frame_abort a = { .origin = c->rank, .culprit = culprit };
 	va_list ap;
@@ -124,7 +144,7 @@ int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
 	return rc;
 }
 
-int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const char *what)
+int comm_fail_abort(struct slotcomm *c, int from, const struct frame_abort *a, const char *what)
 {
 	if (c->broken)
 		return -ECONNABORTED;
@@ -135,7 +155,7 @@ int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const
 }
 
 /* Reads the payload of an abort frame whose header h was consumed. */
-static int read_abort(struct comm *c, int peer, const struct frame_hdr *h, struct frame_abort *a,
+static int read_abort(struct slotcomm *c, int peer, const struct frame_hdr *h, struct frame_abort *a,
 		      const char *what)
 {
 	uint8_t buf[FRAME_ABORT_MAX];
@@ -158,7 +178,7 @@ static int read_abort(struct comm *c, int peer, const struct frame_hdr *h, struc
 	return 0;
 }
 
-static int64_t grace_ns(const struct comm *c)
+static int64_t grace_ns(const struct slotcomm *c)
 {
 	int64_t g = (int64_t)COMM_ABORT_GRACE_MS * 1000000;
 
@@ -171,7 +191,7 @@ static int64_t grace_ns(const struct comm *c)
  * connection for a moment, and the ranks that neither reported, nor showed
  * any other sign of life, are the culprits.  A hard fact heard meanwhile (a
  * closed connection, a real failure) wins.  The verdict goes to everyone. */
-static int chief_verdict(struct comm *c, const struct frame_abort *report, int from,
+static int chief_verdict(struct slotcomm *c, const struct frame_abort *report, int from,
 			 const char *own, int own_suspect, const char *what)
 {
 	enum { UNKNOWN, REPORTED, ALIVE };
@@ -268,7 +288,7 @@ static int chief_verdict(struct comm *c, const struct frame_abort *report, int f
 	return -ETIMEDOUT;
 }
 
-int comm_take_abort(struct comm *c, int peer, const struct frame_hdr *h, const char *what)
+int comm_take_abort(struct slotcomm *c, int peer, const struct frame_hdr *h, const char *what)
 {
 	struct frame_abort a;
 	int r = read_abort(c, peer, h, &a, what);
@@ -280,7 +300,7 @@ int comm_take_abort(struct comm *c, int peer, const struct frame_hdr *h, const c
 	return comm_fail_abort(c, peer, &a, what);
 }
 
-int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char *fmt, ...)
+int comm_fail_timeout(struct slotcomm *c, int suspect, const char *what, const char *fmt, ...)
 {
 	struct frame_abort a = { .origin = c->rank, .culprit = suspect,
 				 .flags = FRAME_ABORT_TIMEOUT };
@@ -338,7 +358,7 @@ int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char 
 	return -ETIMEDOUT;
 }
 
-void comm_say_bye(struct comm *c)
+void comm_say_bye(struct slotcomm *c)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
 
@@ -352,7 +372,7 @@ void comm_say_bye(struct comm *c)
 
 /* --- watching control connections ---------------------------------------- */
 
-void comm_watch_init(struct comm *c)
+void comm_watch_init(struct slotcomm *c)
 {
 	c->nwatch = 0;
 	if (c->rank != 0) {
@@ -365,14 +385,14 @@ void comm_watch_init(struct comm *c)
 			c->watch[c->nwatch++] = r;
 }
 
-int comm_watch_fill(const struct comm *c, struct pollfd *pfd)
+int comm_watch_fill(const struct slotcomm *c, struct pollfd *pfd)
 {
 	for (int i = 0; i < c->nwatch; i++)
 		pfd[i] = (struct pollfd){ .fd = c->ctl[c->watch[i]], .events = POLLIN };
 	return c->nwatch;
 }
 
-static void unwatch(struct comm *c, int i)
+static void unwatch(struct slotcomm *c, int i)
 {
 	c->watch[i] = c->watch[--c->nwatch];
 }
@@ -380,7 +400,7 @@ static void unwatch(struct comm *c, int i)
 /* abort_only (the grace wait after a failure we saw ourselves): a closed
  * connection still counts -- it is a rank that died, likely the first --
  * but a malformed frame is left for the failure at hand to explain. */
-static int watch_check(struct comm *c, const struct pollfd *pfd, int npfd, const char *what,
+static int watch_check(struct slotcomm *c, const struct pollfd *pfd, int npfd, const char *what,
 		       int abort_only)
 {
 	for (int i = npfd - 1; i >= 0; i--) {
@@ -427,12 +447,12 @@ static int watch_check(struct comm *c, const struct pollfd *pfd, int npfd, const
 	return 0;
 }
 
-int comm_watch_check(struct comm *c, const struct pollfd *pfd, int npfd, const char *what)
+int comm_watch_check(struct slotcomm *c, const struct pollfd *pfd, int npfd, const char *what)
 {
 	return watch_check(c, pfd, npfd, what, 0);
 }
 
-int comm_watch_grace(struct comm *c, int ms, const char *what)
+int comm_watch_grace(struct slotcomm *c, int ms, const char *what)
 {
 	int64_t grace = (int64_t)ms * 1000000;
 	int64_t deadline = sock_now_ns() + (grace < c->timeout_ns ? grace : c->timeout_ns);

@@ -7,7 +7,7 @@
 #include <poll.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 #include "frame.h"
 
 /* Socket buffers of a ring connection to another machine, and to a rank
@@ -30,9 +30,6 @@
  * message, which names the rank that failed first (ms, capped by the
  * deadline). */
 #define COMM_ABORT_GRACE_MS 1000
-
-/* The largest WORLD_SIZE the configuration accepts. */
-#define COMM_MAX_RANKS 4096
 
 /* What counts as progress for the SLOTRUN_TIMEOUT deadline: any bytes
  * received, but at least this many sent.  A stopped (SIGSTOP) receiver's
@@ -57,8 +54,8 @@ struct ring {
 struct transport;
 struct shm;
 
-struct comm {
-	struct comm_config cfg;
+struct slotcomm {
+	struct slotcomm_config cfg;
 	int rank, size;
 	int64_t timeout_ns;
 	struct frame_peer *peers;  /* the table, indexed by rank */
@@ -83,7 +80,7 @@ struct comm {
 
 	uint64_t seq;   /* collectives so far; frames carry it */
 	int broken;
-	char err[COMM_ERR_MAX];
+	char err[SLOTCOMM_ERR_MAX];
 
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;
@@ -93,24 +90,24 @@ struct comm {
 /* Connects ring g (pos, n, left and right set): to the right neighbour's
  * data plane, and accepts the left one's connection on the listener dlfd.
  * Within the deadline; on failure c->err says why (comm_init_err). */
-int comm_ring_connect(struct comm *c, struct ring *g, int dlfd, int64_t deadline);
+int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline);
 
 /* Closes ring g's connections and frees its staging buffer. */
 void comm_ring_close(struct ring *g);
 
-/* During comm_init: records the error (the first one wins) and returns rc;
- * nobody is told (comm_init's failure is the caller's to report). */
-int comm_init_err(struct comm *c, int rc, const char *fmt, ...)
+/* During slotcomm_init: records the error (the first one wins) and returns rc;
+ * nobody is told (slotcomm_init's failure is the caller's to report). */
+int comm_init_err(struct slotcomm *c, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* The same for an I/O failure rc with peer rank peer: "peer rank P closed
  * the connection while/during ..." (comm_io_phrase), where names the step. */
-int comm_init_io_err(struct comm *c, int rc, int peer, const char *where);
+int comm_init_io_err(struct slotcomm *c, int rc, int peer, const char *where);
 
 /* Records the error (the first one wins), marks the communicator broken,
  * tells the others (a non-chief tells the chief, the chief tells everyone),
  * and returns rc.  culprit: the rank at fault, or -1. */
-int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
+int comm_fail(struct slotcomm *c, int rc, int culprit, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* The same for a timeout while waiting on `suspect` (-1: several): a
@@ -118,50 +115,54 @@ int comm_fail(struct comm *c, int rc, int culprit, const char *fmt, ...)
  * one.  Rank 0 listens briefly to all ranks and blames the ones that went
  * silent; the others report to rank 0 and take its verdict (or, without one,
  * keep their own view).  Returns -ETIMEDOUT or the verdict's error. */
-int comm_fail_timeout(struct comm *c, int suspect, const char *what, const char *fmt, ...)
+int comm_fail_timeout(struct slotcomm *c, int suspect, const char *what, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 /* The same for an abort frame received from the chief or a peer: relays it
  * (chief) and fails with its reason. */
-int comm_fail_abort(struct comm *c, int from, const struct frame_abort *a, const char *what);
+int comm_fail_abort(struct slotcomm *c, int from, const struct frame_abort *a, const char *what);
 
 /* Reads the payload of an abort frame whose header h was just consumed
  * from peer's control connection and fails with it; on rank 0 a timeout
  * report starts the verdict (see comm_fail_timeout). */
-int comm_take_abort(struct comm *c, int peer, const struct frame_hdr *h, const char *what);
+int comm_take_abort(struct slotcomm *c, int peer, const struct frame_hdr *h, const char *what);
 
 /* Tells the control peers this rank is done, so that one still finishing
  * the last collective does not take our closing for a failure.  Best
  * effort, never blocks; nothing when broken (they got an abort instead). */
-void comm_say_bye(struct comm *c);
+void comm_say_bye(struct slotcomm *c);
 
 /* A value as it may appear in a one-line message: control characters
  * escaped, cut at COMM_SHOWN_MAX bytes. */
 #define COMM_SHOWN_MAX 60
 const char *comm_shown(const char *s, char *buf, size_t len);
 
+/* This machine's name (gethostname, "localhost" when it has none) as the
+ * table shows it: control characters become '?'. */
+void comm_own_host(char *host, size_t len);
+
 /* -ENOTCONN when broken (the error message is kept). */
-int comm_usable(struct comm *c);
+int comm_usable(struct slotcomm *c);
 
 /* "closed the connection", "reset the connection", "did not answer within
  * 3s", ... for an I/O result from sock_* or the ring. */
-void comm_io_phrase(const struct comm *c, int rc, char *buf, size_t len);
+void comm_io_phrase(const struct slotcomm *c, int rc, char *buf, size_t len);
 
 /* Control-connection watching while a collective waits on something else:
  * a watched peer that closes its control connection, or sends an abort
  * frame, fails the collective at once.  A peer that sends anything else is
  * ahead of us (in a later collective) and is simply no longer watched.
  * comm_watch_init watches every control peer; comm_watch_fill writes their
- * pollfds into pfd (room for comm_size entries) and returns how many;
+ * pollfds into pfd (room for slotcomm_size entries) and returns how many;
  * comm_watch_check handles the revents and returns 0 or the failure. */
-void comm_watch_init(struct comm *c);
-int comm_watch_fill(const struct comm *c, struct pollfd *pfd);
-int comm_watch_check(struct comm *c, const struct pollfd *pfd, int npfd, const char *what);
+void comm_watch_init(struct slotcomm *c);
+int comm_watch_fill(const struct slotcomm *c, struct pollfd *pfd);
+int comm_watch_check(struct slotcomm *c, const struct pollfd *pfd, int npfd, const char *what);
 
 /* After a data-plane peer vanished: waits up to ms (capped by the timeout)
  * for what explains it on the watched control connections -- an abort
  * frame, or a control connection closing (that rank died) -- and returns
  * that failure, else 0. */
-int comm_watch_grace(struct comm *c, int ms, const char *what);
+int comm_watch_grace(struct slotcomm *c, int ms, const char *what);
 
 #endif

@@ -109,13 +109,6 @@ void frame_put_u32(struct frame_wr *w, uint32_t v)
 		put_le(p, v, 4);
 }
 
-void frame_put_u64(struct frame_wr *w, uint64_t v)
-{
-	uint8_t *p = wr_take(w, 8);
-	if (p)
-		put_le(p, v, 8);
-}
-
 void frame_put_str(struct frame_wr *w, const char *s)
 {
 	size_t n = strlen(s);
@@ -411,4 +404,25 @@ int frame_allreduce_decode(const uint8_t *buf, size_t len, struct frame_allreduc
 	m->dtype = frame_get_u8(&r);
 	m->op = frame_get_u8(&r);
 	return frame_get_end(&r, why);
+}
+
+/* --- seals --------------------------------------------------------------- */
+
+void frame_seal(uint8_t *payload, size_t len, const char *secret, const char *label,
+		const uint8_t *first, const uint8_t *second)
+{
+	size_t body = len - FRAME_MAC_LEN;
+
+	auth_mac(payload + body, secret, label, first, second, payload, body);
+}
+
+bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
+		  const uint8_t *first, const uint8_t *second)
+{
+	size_t body;
+
+	if (len < FRAME_MAC_LEN)
+		return false;
+	body = len - FRAME_MAC_LEN;
+	return auth_check(payload + body, secret, label, first, second, payload, body);
 }

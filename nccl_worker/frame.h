@@ -24,6 +24,7 @@
 #ifndef SLOTRUN_FRAME_H
 #define SLOTRUN_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,7 +49,7 @@ enum frame_type {
 	FRAME_BCAST,         /* chief -> rank: broadcast payload */
 	FRAME_ALLREDUCE,     /* ring neighbour: the all-reduce each rank is in */
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
-	FRAME_BYE,           /* control plane: this rank is done (comm_destroy) */
+	FRAME_BYE,           /* control plane: this rank is done (slotcomm_destroy) */
 	FRAME_CHALLENGE,     /* chief -> rank, first: the chief's nonce for this connection */
 	FRAME_TYPE_END
 };
@@ -78,7 +79,6 @@ struct frame_wr {
 void frame_put_u8(struct frame_wr *w, uint8_t v);
 void frame_put_u16(struct frame_wr *w, uint16_t v);
 void frame_put_u32(struct frame_wr *w, uint32_t v);
-void frame_put_u64(struct frame_wr *w, uint64_t v);
 void frame_put_str(struct frame_wr *w, const char *s);
 void frame_put_bytes(struct frame_wr *w, const uint8_t *p, size_t n);  /* fixed length */
 
@@ -174,6 +174,17 @@ int frame_reason_decode(const uint8_t *buf, size_t len, char *reason, size_t rle
 
 long frame_abort_encode(const struct frame_abort *m, uint8_t *buf, size_t cap);
 int frame_abort_decode(const uint8_t *buf, size_t len, struct frame_abort *m, const char **why);
+
+/* A sealed payload ends in a FRAME_MAC_LEN-byte MAC, keyed by the job
+ * secret, over label, the two nonces (FRAME_NONCE_LEN bytes each) and the
+ * payload bytes before it: what the rendezvous and the ring HELLO carry.
+ * frame_seal writes it (len is the whole payload's length, MAC included,
+ * at least FRAME_MAC_LEN); frame_sealed checks it in constant time (false
+ * for a payload too short to hold one). */
+void frame_seal(uint8_t *payload, size_t len, const char *secret, const char *label,
+		const uint8_t *first, const uint8_t *second);
+bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
+		  const uint8_t *first, const uint8_t *second);
 
 void frame_allreduce_encode(const struct frame_allreduce *m, uint8_t out[FRAME_ALLREDUCE_LEN]);
 int frame_allreduce_decode(const uint8_t *buf, size_t len, struct frame_allreduce *m,

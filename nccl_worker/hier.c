@@ -14,32 +14,32 @@
 #include "ring_cpu.h"
 #include "shm.h"
 
-static int hier_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-			  enum comm_op op)
+static int hier_allreduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype,
+			  enum slotcomm_op op)
 {
-	enum comm_op sum = op == COMM_AVG ? COMM_SUM : op;
+	enum slotcomm_op sum = op == SLOTCOMM_AVG ? SLOTCOMM_SUM : op;
 	int r = 0;
 
 	if (c->shm)
 		r = shm_reduce(c, buf, count, dtype, sum);
 	if (r == 0 && c->ring.n > 1) {
 		r = ring_allreduce(c, &c->ring, buf, count, dtype, sum);
-		if (r == 0 && op == COMM_AVG)
+		if (r == 0 && op == SLOTCOMM_AVG)
 			reduce_avg_finish(buf, count, dtype, c->size);
 	}
 	if (r == 0 && c->shm)
-		r = shm_bcast(c, buf, count * comm_dtype_size(dtype));
+		r = shm_bcast(c, buf, count * slotcomm_dtype_size(dtype));
 	return r;
 }
 
-static void hier_describe(const struct comm *c, char *buf, size_t len)
+static void hier_describe(const struct slotcomm *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "shared memory within each of %d nodes (this one: %d ranks), TCP ring "
 		 "over the node leaders (reduce in the node, all-reduce across, broadcast in the "
 		 "node)", c->nnodes, shm_local_size(c));
 }
 
-static void hier_destroy(struct comm *c)
+static void hier_destroy(struct slotcomm *c)
 {
 	shm_free(c, 1);
 }

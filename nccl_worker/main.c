@@ -1,24 +1,21 @@
 // SPDX-License-Identifier: MIT
 /* nccl_worker [--backend auto|cpu|nccl] [-b MIN] [-e MAX] [-f FACTOR] ...
- * nccl_worker train --steps N --grad-bytes B --global-batch-size G ... */
+ *
+ * The all-reduce benchmark of the slotcomm library, which it links as any
+ * program outside the tree would. */
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "bench.h"
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 #include "io.h"
-#include "model.h"
-#include "train.h"
 
 static const char usage[] =
 	"Usage: nccl_worker [--backend auto|cpu|nccl] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR]\n"
 	"                   [-i STEPBYTES] [-n ITERS] [-w WARMUP] [-d TYPE] [-o OP] [-c CHECK]\n"
-	"       nccl_worker train ...   (a simulated training loop: nccl_worker train --help)\n"
 	"\n"
 	"An nccl-tests style all-reduce benchmark, run as one rank of a job: start one\n"
 	"per rank (slotrun does) with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -46,56 +43,19 @@ static const char usage[] =
 	"the rank at fault); 2 bad flags or environment; 77 --backend nccl without NCCL or\n"
 	"a GPU.\n";
 
-/* Which command's flags are being parsed: the benchmark's errors end with a
- * second line pointing at --help, as they always have; train's are one
- * line, since they are read in logs where every rank prints them. */
-static bool parsing_train;
-
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs(parsing_train ? "nccl_worker train: " : "nccl_worker: ", stderr);
+	fputs("nccl_worker: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs(parsing_train ? " (see nccl_worker train --help)\n" : "\nTry 'nccl_worker --help'.\n",
-	      stderr);
+	fputs("\nTry 'nccl_worker --help'.\n", stderr);
 	return BENCH_EXIT_USAGE;
 }
-
-static const char train_usage[] =
-	"Usage: nccl_worker train --steps N --grad-bytes B --global-batch-size G\n"
-	"                         [--aggregation-frequency K] [--fp16-compress]\n"
-	"                         [--no-average-metrics] --checkpoint-dir DIR [--resume] [--seed S]\n"
-	"\n"
-	"A deterministic simulated data-parallel training loop, run as one rank of a job\n"
-	"(the same worker environment as the benchmark; slotrun sets it).  Every rank\n"
-	"computes the gradient of its per-slot batch (global // ranks, the rest dropped)\n"
-	"on B bytes of float32 parameters drawn from the seed; every K steps, and at the\n"
-	"last, the mean gradient is all-reduced (averaged over the ranks) and applied.\n"
-	"Rank 0 prints the split, 'step S loss L' each step, 'final step=N checksum=HEX'\n"
-	"and the time spent communicating.\n"
-	"\n"
-	"  --steps N                   steps to run (from 1)\n"
-	"  --grad-bytes B              parameter bytes, a multiple of 4; K, M suffixes (<= 256M)\n"
-	"  --global-batch-size G       samples per step over all ranks (>= the world size)\n"
-	"  --aggregation-frequency K   steps per gradient exchange                    [1]\n"
-	"  --fp16-compress             all-reduce the gradient as fp16 (summed in fp16)\n"
-	"  --no-average-metrics        print rank 0's loss, not the mean over the ranks\n"
-	"  --checkpoint-dir DIR        rank 0 writes DIR/train.ckpt when preempted and at\n"
-	"                              the end\n"
-	"  --resume                    continue from DIR/train.ckpt (same configuration)\n"
-	"  --seed S                    the model's and the data's seed                [0]\n"
-	"  -h, --help                  this help\n"
-	"\n"
-	"SIGTERM or SIGUSR1 to any rank (slotrun forwards both) stops every rank after the\n"
-	"same step: each prints 'preempted at step S', rank 0 writes the checkpoint, all\n"
-	"exit 0.  A resumed run ends with the same checksum as one never interrupted.\n"
-	"Exit status: 0 finished or preempted; 1 a failure, or a missing or damaged\n"
-	"checkpoint; 2 bad flags or environment, or a checkpoint of another configuration.\n";
 
 /* What getopt_long's ':' (a missing value) or '?' (an unknown option) was
  * about. */
@@ -104,94 +64,6 @@ static int option_error(int ch, char **argv)
 	if (ch == ':')
 		return usage_error("option '%s' needs a value", argv[optind - 1]);
 	return usage_error("unknown option '%s'", argv[optind - 1]);
-}
-
-static int train_cmd(int argc, char **argv)
-{
-	enum { O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_RESUME, O_SEED };
-	static const struct option longopts[] = {
-		{ "steps", required_argument, NULL, O_STEPS },
-		{ "grad-bytes", required_argument, NULL, O_GRAD },
-		{ "global-batch-size", required_argument, NULL, O_BATCH },
-		{ "aggregation-frequency", required_argument, NULL, O_AGG },
-		{ "fp16-compress", no_argument, NULL, O_FP16 },
-		{ "no-average-metrics", no_argument, NULL, O_NOAVG },
-		{ "checkpoint-dir", required_argument, NULL, O_DIR },
-		{ "resume", no_argument, NULL, O_RESUME },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct train_opts o = { .agg_freq = 1, .average_metrics = true };
-	long v;
-	int ch;
-
-	parsing_train = true;
-	opterr = 0;
-	optind = 1;
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case O_STEPS:
-			if (io_parse_long(optarg, 1, MODEL_MAX_STEPS, &v) < 0)
-				return usage_error("--steps '%s': expected a count from 1 to %u",
-							 optarg, MODEL_MAX_STEPS);
-			o.steps = (uint64_t)v;
-			break;
-		case O_GRAD:
-			if (bench_parse_size(optarg, &o.grad_bytes) < 0 || o.grad_bytes < 4 ||
-			    o.grad_bytes % 4 || o.grad_bytes > MODEL_MAX_GRAD_BYTES)
-				return usage_error("--grad-bytes '%s': expected a multiple of 4 "
-							 "from 4 to 256M", optarg);
-			break;
-		case O_BATCH:
-			if (io_parse_long(optarg, 1, MODEL_MAX_BATCH, &v) < 0)
-				return usage_error("--global-batch-size '%s': expected a count "
-							 "from 1 to %u", optarg, MODEL_MAX_BATCH);
-			o.global_batch = (uint64_t)v;
-			break;
-		case O_AGG:
-			if (io_parse_long(optarg, 1, MODEL_MAX_AGG, &v) < 0)
-				return usage_error("--aggregation-frequency '%s': expected a count "
-							 "from 1 to %u", optarg, MODEL_MAX_AGG);
-			o.agg_freq = (uint32_t)v;
-			break;
-		case O_FP16:
-			o.fp16 = true;
-			break;
-		case O_NOAVG:
-			o.average_metrics = false;
-			break;
-		case O_DIR:
-			if (!*optarg)
-				return usage_error("--checkpoint-dir: expected a folder");
-			o.ckpt_dir = optarg;
-			break;
-		case O_RESUME:
-			o.resume = true;
-			break;
-		case O_SEED:
-			if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
-				return usage_error("--seed '%s': expected a number from 0", optarg);
-			o.seed = (uint64_t)v;
-			break;
-		case 'h':
-			fputs(train_usage, stdout);
-			return 0;
-		default:
-			return option_error(ch, argv);
-		}
-	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o.steps)
-		return usage_error("--steps is required");
-	if (!o.grad_bytes)
-		return usage_error("--grad-bytes is required");
-	if (!o.global_batch)
-		return usage_error("--global-batch-size is required");
-	if (!o.ckpt_dir)
-		return usage_error("--checkpoint-dir is required");
-	return train_main(&o);
 }
 
 int main(int argc, char **argv)
@@ -213,13 +85,11 @@ int main(int argc, char **argv)
 	};
 	struct bench_opts o = {
 		.backend = BENCH_AUTO, .minbytes = 32u << 20, .maxbytes = 32u << 20, .factor = 2,
-		.iters = 20, .warmup = 5, .dtype = COMM_FLOAT32, .op = COMM_SUM, .check = 1,
+		.iters = 20, .warmup = 5, .dtype = SLOTCOMM_FLOAT32, .op = SLOTCOMM_SUM, .check = 1,
 	};
 	long v;
 	int ch;
 
-	if (argc > 1 && strcmp(argv[1], "train") == 0)
-		return train_cmd(argc - 1, argv + 1);
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:h", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -261,14 +131,14 @@ int main(int argc, char **argv)
 		case 'd':
 			if (strcmp(optarg, "all") == 0)
 				o.dtype = -1;
-			else if ((o.dtype = comm_dtype_parse(optarg)) < 0)
+			else if ((o.dtype = slotcomm_dtype_parse(optarg)) < 0)
 				return usage_error("-d '%s': expected float32, float64, int32, int64, bf16, "
 						   "fp16 or all", optarg);
 			break;
 		case 'o':
 			if (strcmp(optarg, "all") == 0)
 				o.op = -1;
-			else if ((o.op = comm_op_parse(optarg)) < 0)
+			else if ((o.op = slotcomm_op_parse(optarg)) < 0)
 				return usage_error("-o '%s': expected sum, prod, min, max, avg or all",
 						   optarg);
 			break;

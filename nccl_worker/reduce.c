@@ -91,10 +91,10 @@ static inline uint16_t fp16_out(float f)
 	return (uint16_t)(o | sign);
 }
 
-float reduce_bf16_to_float(uint16_t h) { return bf16_in(h); }
-uint16_t reduce_float_to_bf16(float f) { return bf16_out(f); }
-float reduce_fp16_to_float(uint16_t h) { return fp16_in(h); }
-uint16_t reduce_float_to_fp16(float f) { return fp16_out(f); }
+float slotcomm_bf16_to_float(uint16_t h) { return bf16_in(h); }
+uint16_t slotcomm_float_to_bf16(float f) { return bf16_out(f); }
+float slotcomm_fp16_to_float(uint16_t h) { return fp16_in(h); }
+uint16_t slotcomm_float_to_fp16(float f) { return fp16_out(f); }
 
 #define OP_SUM(a, b) ((a) + (b))
 #define OP_PROD(a, b) ((a) * (b))
@@ -220,22 +220,22 @@ static const reduce2_fn fp16_f16c2[4] = { fp16_sum_f16c2, fp16_prod_f16c2, fp16_
 #endif
 
 /* Indexed by [type][op], op in SUM PROD MIN MAX; AVG uses SUM. */
-static const reduce_fn kernels[COMM_DTYPE_COUNT][4] = {
-	[COMM_FLOAT32] = { f32_sum, f32_prod, f32_min, f32_max },
-	[COMM_FLOAT64] = { f64_sum, f64_prod, f64_min, f64_max },
-	[COMM_INT32] = { i32_sum, i32_prod, i32_min, i32_max },
-	[COMM_INT64] = { i64_sum, i64_prod, i64_min, i64_max },
-	[COMM_BF16] = { bf16_sum, bf16_prod, bf16_min, bf16_max },
-	[COMM_FP16] = { fp16_sum, fp16_prod, fp16_min, fp16_max },
+static const reduce_fn kernels[SLOTCOMM_DTYPE_COUNT][4] = {
+	[SLOTCOMM_FLOAT32] = { f32_sum, f32_prod, f32_min, f32_max },
+	[SLOTCOMM_FLOAT64] = { f64_sum, f64_prod, f64_min, f64_max },
+	[SLOTCOMM_INT32] = { i32_sum, i32_prod, i32_min, i32_max },
+	[SLOTCOMM_INT64] = { i64_sum, i64_prod, i64_min, i64_max },
+	[SLOTCOMM_BF16] = { bf16_sum, bf16_prod, bf16_min, bf16_max },
+	[SLOTCOMM_FP16] = { fp16_sum, fp16_prod, fp16_min, fp16_max },
 };
 
-static const reduce2_fn kernels2[COMM_DTYPE_COUNT][4] = {
-	[COMM_FLOAT32] = { f32_sum2, f32_prod2, f32_min2, f32_max2 },
-	[COMM_FLOAT64] = { f64_sum2, f64_prod2, f64_min2, f64_max2 },
-	[COMM_INT32] = { i32_sum2, i32_prod2, i32_min2, i32_max2 },
-	[COMM_INT64] = { i64_sum2, i64_prod2, i64_min2, i64_max2 },
-	[COMM_BF16] = { bf16_sum2, bf16_prod2, bf16_min2, bf16_max2 },
-	[COMM_FP16] = { fp16_sum2, fp16_prod2, fp16_min2, fp16_max2 },
+static const reduce2_fn kernels2[SLOTCOMM_DTYPE_COUNT][4] = {
+	[SLOTCOMM_FLOAT32] = { f32_sum2, f32_prod2, f32_min2, f32_max2 },
+	[SLOTCOMM_FLOAT64] = { f64_sum2, f64_prod2, f64_min2, f64_max2 },
+	[SLOTCOMM_INT32] = { i32_sum2, i32_prod2, i32_min2, i32_max2 },
+	[SLOTCOMM_INT64] = { i64_sum2, i64_prod2, i64_min2, i64_max2 },
+	[SLOTCOMM_BF16] = { bf16_sum2, bf16_prod2, bf16_min2, bf16_max2 },
+	[SLOTCOMM_FP16] = { fp16_sum2, fp16_prod2, fp16_min2, fp16_max2 },
 };
 
 #ifdef HAVE_X86_F16C
@@ -253,18 +253,18 @@ static int have_f16c(void)
 
 /* The tables' column for op (AVG reduces as SUM), or -1; *f16c when the
  * F16C kernels serve type t here. */
-static int kernel_of(enum comm_dtype t, enum comm_op op, int *f16c)
+static int kernel_of(enum slotcomm_dtype t, enum slotcomm_op op, int *f16c)
 {
 	*f16c = 0;
-	if ((unsigned)t >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
+	if ((unsigned)t >= SLOTCOMM_DTYPE_COUNT || (unsigned)op >= SLOTCOMM_OP_COUNT)
 		return -1;
 #ifdef HAVE_X86_F16C
-	*f16c = t == COMM_FP16 && have_f16c();
+	*f16c = t == SLOTCOMM_FP16 && have_f16c();
 #endif
-	return op == COMM_AVG ? COMM_SUM : (int)op;
+	return op == SLOTCOMM_AVG ? SLOTCOMM_SUM : (int)op;
 }
 
-reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op)
+reduce2_fn reduce2_get(enum slotcomm_dtype t, enum slotcomm_op op)
 {
 	int f16c, k = kernel_of(t, op, &f16c);
 
@@ -275,7 +275,7 @@ reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op)
 	return k < 0 ? NULL : kernels2[t][k];
 }
 
-reduce_fn reduce_get(enum comm_dtype t, enum comm_op op)
+reduce_fn reduce_get(enum slotcomm_dtype t, enum slotcomm_op op)
 {
 	int f16c, k = kernel_of(t, op, &f16c);
 
@@ -319,41 +319,41 @@ void reduce_copy_stream(void *restrict dst, const void *restrict src, size_t n)
 #endif
 }
 
-void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks)
+void reduce_avg_finish(void *buf, size_t n, enum slotcomm_dtype t, int nranks)
 {
 	switch (t) {
-	case COMM_FLOAT32: {
+	case SLOTCOMM_FLOAT32: {
 		float *d = buf, div = (float)nranks;
 		for (size_t i = 0; i < n; i++)
 			d[i] /= div;
 		break;
 	}
-	case COMM_FLOAT64: {
+	case SLOTCOMM_FLOAT64: {
 		double *d = buf, div = (double)nranks;
 		for (size_t i = 0; i < n; i++)
 			d[i] /= div;
 		break;
 	}
-	case COMM_INT32: {
+	case SLOTCOMM_INT32: {
 		int32_t *d = buf;
 		for (size_t i = 0; i < n; i++)
 			d[i] /= nranks;
 		break;
 	}
-	case COMM_INT64: {
+	case SLOTCOMM_INT64: {
 		int64_t *d = buf;
 		for (size_t i = 0; i < n; i++)
 			d[i] /= nranks;
 		break;
 	}
-	case COMM_BF16: {
+	case SLOTCOMM_BF16: {
 		uint16_t *d = buf;
 		float div = (float)nranks;
 		for (size_t i = 0; i < n; i++)
 			d[i] = bf16_out(bf16_in(d[i]) / div);
 		break;
 	}
-	case COMM_FP16: {
+	case SLOTCOMM_FP16: {
 		uint16_t *d = buf;
 		float div = (float)nranks;
 		for (size_t i = 0; i < n; i++)

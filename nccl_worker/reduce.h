@@ -5,7 +5,7 @@
  *
  * Integers wrap on overflow (two's complement, as NCCL does); floats follow
  * IEEE arithmetic; bf16 and fp16 are widened to float, combined, and
- * rounded back to nearest even.  COMM_AVG reduces like COMM_SUM; the owner
+ * rounded back to nearest even.  SLOTCOMM_AVG reduces like SLOTCOMM_SUM; the owner
  * of each segment then calls reduce_avg_finish once on the full sum. */
 #ifndef SLOTRUN_REDUCE_H
 #define SLOTRUN_REDUCE_H
@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 
 typedef void (*reduce_fn)(void *restrict dst, const void *restrict src, size_t n);
 
@@ -21,12 +21,12 @@ typedef void (*reduce2_fn)(void *restrict dst, const void *restrict a, const voi
 			   size_t n);
 
 /* The kernel for (t, op); NULL when either is out of range. */
-reduce_fn reduce_get(enum comm_dtype t, enum comm_op op);
+reduce_fn reduce_get(enum slotcomm_dtype t, enum slotcomm_op op);
 
 /* The same arithmetic out of place, dst[i] = a[i] OP b[i] (dst, a and b
  * do not overlap): what the shared-memory transport reduces with, straight
  * from two peers' slots into a third buffer. */
-reduce2_fn reduce2_get(enum comm_dtype t, enum comm_op op);
+reduce2_fn reduce2_get(enum slotcomm_dtype t, enum slotcomm_op op);
 
 /* memcpy whose stores go around the caches (x86 streaming stores; memcpy
  * elsewhere): for results written to memory that is not read again soon,
@@ -36,13 +36,8 @@ void reduce_copy_stream(void *restrict dst, const void *restrict src, size_t n);
 
 /* buf[i] /= nranks: floats divide in their type (bf16/fp16 in float),
  * integers truncate toward zero. */
-void reduce_avg_finish(void *buf, size_t n, enum comm_dtype t, int nranks);
+void reduce_avg_finish(void *buf, size_t n, enum slotcomm_dtype t, int nranks);
 
-/* Exact conversions to float, and round-to-nearest-even back (NaN stays
- * NaN, overflow becomes infinity, fp16 subnormals are kept). */
-float reduce_bf16_to_float(uint16_t h);
-uint16_t reduce_float_to_bf16(float f);
-float reduce_fp16_to_float(uint16_t h);
-uint16_t reduce_float_to_fp16(float f);
+/* The bf16 and fp16 conversions are public: slotcomm.h. */
 
 #endif

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,25 +40,6 @@
 
 #define LABEL_REGISTER "slotrun-rdv-register"
 #define LABEL_TABLE "slotrun-rdv-table"
-
-void rdv_seal(uint8_t *payload, size_t len, const char *secret, const char *label,
-	      const uint8_t *first, const uint8_t *second)
-{
-	size_t body = len - FRAME_MAC_LEN;
-
-	auth_mac(payload + body, secret, label, first, second, payload, body);
-}
-
-bool rdv_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
-		const uint8_t *first, const uint8_t *second)
-{
-	size_t body;
-
-	if (len < FRAME_MAC_LEN)
-		return false;
-	body = len - FRAME_MAC_LEN;
-	return auth_check(payload + body, secret, label, first, second, payload, body);
-}
 
 static void list_ranks(char *buf, size_t len, const int *missing, int nmissing)
 {
@@ -113,7 +95,7 @@ static void drop_pending(struct pending *p, int *np, int i)
 /* A complete registration from pending connection p.  Returns 1 when it was
  * taken (fd moved to reg[]), 0 when refused and dropped, or the job-fatal
  * error. */
-static int take_registration(struct comm *c, struct pending *p, struct registered *reg,
+static int take_registration(struct slotcomm *c, struct pending *p, struct registered *reg,
 			     char *note, size_t notelen, int *refused)
 {
 	struct frame_register m;
@@ -127,7 +109,7 @@ static int take_registration(struct comm *c, struct pending *p, struct registere
 		(*refused)++;
 		return 0;
 	}
-	if (!rdv_sealed(p->buf + FRAME_HDR_LEN, p->need - FRAME_HDR_LEN, c->cfg.secret,
+	if (!frame_sealed(p->buf + FRAME_HDR_LEN, p->need - FRAME_HDR_LEN, c->cfg.secret,
 			LABEL_REGISTER, p->challenge, m.nonce)) {
 		send_reason(p->fd, FRAME_REJECT, "wrong job secret (SLOTRUN_JOB_SECRET differs)");
 		snprintf(note, notelen, "wrong job secret from %s claiming rank %u (its MAC does "
@@ -240,10 +222,10 @@ static void accept_all(int lfd, struct pending *p, int *np)
 }
 
 /* The rendezvous timed out: which ranks never came, and whom we refused. */
-static int timed_out(struct comm *c, const struct registered *reg, int refused,
+static int timed_out(struct slotcomm *c, const struct registered *reg, int refused,
 		     const char *note)
 {
-	int missing[COMM_MAX_RANKS], nm = 0;
+	int missing[SLOTCOMM_MAX_RANKS], nm = 0;
 	char list[256];
 
 	for (int i = 1; i < c->size; i++)
@@ -256,7 +238,7 @@ static int timed_out(struct comm *c, const struct registered *reg, int refused,
 }
 
 /* Everyone came: every rank gets the table, sealed over its nonces. */
-static int send_table(struct comm *c, const struct registered *reg, int64_t deadline)
+static int send_table(struct slotcomm *c, const struct registered *reg, int64_t deadline)
 {
 	size_t cap = FRAME_TABLE_MAX(c->size);
 	uint8_t *buf = malloc(FRAME_HDR_LEN + cap), zero[FRAME_MAC_LEN] = { 0 };
@@ -268,7 +250,7 @@ static int send_table(struct comm *c, const struct registered *reg, int64_t dead
 	n = frame_table_encode(c->peers, (uint32_t)c->size, zero, buf + FRAME_HDR_LEN, cap);
 	frame_encode_hdr(buf, FRAME_TABLE, 0, (uint64_t)n);
 	for (int i = 1; i < c->size && r == 0; i++) {
-		rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_TABLE, reg[i].nonce,
+		frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_TABLE, reg[i].nonce,
 			 reg[i].challenge);
 		r = sock_send_all(reg[i].fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
 		if (r < 0)
@@ -288,116 +270,148 @@ static int poll_ms(const struct pending *p, int np, int64_t deadline)
 	return sock_poll_ms(deadline);
 }
 
-static int chief_rendezvous(struct comm *c, const struct sockaddr_storage *master,
-			    socklen_t mlen, int64_t deadline)
+/* What rank 0 holds while the ranks register. */
+struct chief {
+	struct slotcomm *c;
+	int lfd;                  /* listening on MASTER_ADDR:MASTER_PORT */
+	struct pending *p;        /* PENDING_MAX connections not registered yet */
+	int np;
+	struct pollfd *pfd;       /* the listener, then p */
+	struct registered *reg;   /* by rank */
+	int left, refused;        /* ranks still to come; connections refused */
+	char note[FRAME_REASON_MAX + 128];  /* the last refusal, for a timeout */
+};
+
+/* Allocates and listens on the master address (on every address when it
+ * is not one of this machine's: NAT, a service address). */
+static int chief_open(struct chief *ch, const struct sockaddr_storage *master, socklen_t mlen)
 {
+	struct slotcomm *c = ch->c;
 	struct sockaddr_storage ss = *master;
 	socklen_t sslen = mlen;
-	struct pending *p = calloc(PENDING_MAX, sizeof(*p));
-	struct pollfd *pfd = calloc(PENDING_MAX + 1, sizeof(*pfd));
-	struct registered *reg = calloc((size_t)c->size, sizeof(*reg));
-	int lfd = -1, np = 0, left = c->size - 1, refused = 0, r = 0;
-	char note[FRAME_REASON_MAX + 128] = "", where[128];
+	char where[128];
+	int r;
 
-	if (!p || !pfd || !reg) {
-		r = comm_init_err(c, -ENOMEM, "out of memory");
-		goto out;
-	}
+	ch->p = calloc(PENDING_MAX, sizeof(*ch->p));
+	ch->pfd = calloc(PENDING_MAX + 1, sizeof(*ch->pfd));
+	ch->reg = calloc((size_t)c->size, sizeof(*ch->reg));
+	if (!ch->p || !ch->pfd || !ch->reg)
+		return comm_init_err(c, -ENOMEM, "out of memory");
 	for (int i = 0; i < c->size; i++)
-		reg[i].fd = -1;
+		ch->reg[i].fd = -1;
 	sock_addr_str((struct sockaddr *)master, where, sizeof(where));
-	r = sock_listen((struct sockaddr *)&ss, sslen, 128, 0, &lfd);
+	r = sock_listen((struct sockaddr *)&ss, sslen, 128, 0, &ch->lfd);
 	if (r == -EADDRNOTAVAIL) {
-		/* MASTER_ADDR is not an address of this machine (NAT, a
-		 * service address): listen on every address instead. */
 		sslen = sock_addr_any(master->ss_family, c->cfg.master_port, &ss);
-		r = sock_listen((struct sockaddr *)&ss, sslen, 128, 0, &lfd);
+		r = sock_listen((struct sockaddr *)&ss, sslen, 128, 0, &ch->lfd);
 	}
-	if (r < 0) {
-		r = comm_init_err(c, r, "cannot listen on MASTER_ADDR:MASTER_PORT (%s): %s", where,
-			     strerror(-r));
-		goto out;
-	}
-
-	while (left > 0) {
-		int64_t now;
-		int nready;
-
-		if (sock_poll_ms(deadline) == 0) {
-			r = timed_out(c, reg, refused, note);
-			goto out;
-		}
-		pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
-		for (int i = 0; i < np; i++)
-			pfd[i + 1] = (struct pollfd){ .fd = p[i].fd, .events = POLLIN };
-		nready = poll(pfd, (nfds_t)np + 1, poll_ms(p, np, deadline));
-		if (nready < 0) {
-			if (errno == EINTR)
-				continue;
-			r = comm_init_err(c, -errno, "poll: %s", strerror(errno));
-			goto out;
-		}
-		/* Pending connections first (their pfd indexes are still valid). */
-		now = sock_now_ns();
-		for (int i = np - 1; i >= 0; i--) {
-			int got;
-
-			if (!pfd[i + 1].revents) {
-				if (p[i].until <= now) {
-					snprintf(note, sizeof(note), "%s sent no registration within %ds",
-						 p[i].from, RDV_UNAUTH_S);
-					refused++;
-					drop_pending(p, &np, i);
-				}
-				continue;
-			}
-			got = pending_read(&p[i], note, sizeof(note), &refused);
-			if (got < 0) {
-				drop_pending(p, &np, i);
-			} else if (got > 0) {
-				int t = take_registration(c, &p[i], reg, note, sizeof(note), &refused);
-
-				if (t < 0) {
-					r = t;
-					goto out;
-				}
-				if (t == 1) {
-					left--;
-					p[i] = p[np - 1];
-					np--;
-				} else {
-					drop_pending(p, &np, i);
-				}
-			}
-		}
-		if (pfd[0].revents)
-			accept_all(lfd, p, &np);
-	}
-
-	r = send_table(c, reg, deadline);
 	if (r < 0)
-		goto out;
-	for (int i = 1; i < c->size; i++) {
-		c->ctl[i] = reg[i].fd;
-		reg[i].fd = -1;
-	}
+		return comm_init_err(c, r, "cannot listen on MASTER_ADDR:MASTER_PORT (%s): %s", where,
+				     strerror(-r));
+	return 0;
+}
 
-out:
-	if (r < 0 && reg) {
-		for (int i = 1; i < c->size; i++) {
-			if (reg[i].fd >= 0) {
-				send_reason(reg[i].fd, FRAME_REJECT, c->err);
-				close(reg[i].fd);
-			}
+/* Pending connection i has something, or nothing (revents 0): reads it,
+ * takes a complete registration, and drops a connection that failed, was
+ * refused, or sent nothing within RDV_UNAUTH_S.  0, or the rendezvous's
+ * failure (a registration that cannot be right). */
+static int chief_serve(struct chief *ch, int i, short revents, int64_t now)
+{
+	struct pending *p = &ch->p[i];
+	int got, t;
+
+	if (!revents) {
+		if (p->until <= now) {
+			snprintf(ch->note, sizeof(ch->note), "%s sent no registration within %ds",
+				 p->from, RDV_UNAUTH_S);
+			ch->refused++;
+			drop_pending(ch->p, &ch->np, i);
+		}
+		return 0;
+	}
+	got = pending_read(p, ch->note, sizeof(ch->note), &ch->refused);
+	if (got < 0) {
+		drop_pending(ch->p, &ch->np, i);
+		return 0;
+	}
+	if (got == 0)
+		return 0;
+	t = take_registration(ch->c, p, ch->reg, ch->note, sizeof(ch->note), &ch->refused);
+	if (t < 0)
+		return t;
+	if (t == 1) {
+		/* registered: the connection now belongs to reg[] */
+		ch->left--;
+		ch->p[i] = ch->p[ch->np - 1];
+		ch->np--;
+	} else {
+		drop_pending(ch->p, &ch->np, i);
+	}
+	return 0;
+}
+
+/* One wait for connections and registrations, and what it brought. */
+static int chief_step(struct chief *ch, int64_t deadline)
+{
+	int64_t now;
+	int nready, r;
+
+	if (sock_poll_ms(deadline) == 0)
+		return timed_out(ch->c, ch->reg, ch->refused, ch->note);
+	ch->pfd[0] = (struct pollfd){ .fd = ch->lfd, .events = POLLIN };
+	for (int i = 0; i < ch->np; i++)
+		ch->pfd[i + 1] = (struct pollfd){ .fd = ch->p[i].fd, .events = POLLIN };
+	nready = poll(ch->pfd, (nfds_t)ch->np + 1, poll_ms(ch->p, ch->np, deadline));
+	if (nready < 0)
+		return errno == EINTR ? 0 : comm_init_err(ch->c, -errno, "poll: %s", strerror(errno));
+	/* Pending connections first, from the last: serving one moves the
+	 * last into its place, and the pfd indexes of those before it stay
+	 * valid. */
+	now = sock_now_ns();
+	for (int i = ch->np - 1; i >= 0; i--)
+		if ((r = chief_serve(ch, i, ch->pfd[i + 1].revents, now)) < 0)
+			return r;
+	if (ch->pfd[0].revents)
+		accept_all(ch->lfd, ch->p, &ch->np);
+	return 0;
+}
+
+/* Closes what the chief holds; after a failure the registered ranks are
+ * told why. */
+static void chief_close(struct chief *ch, bool failed)
+{
+	for (int i = 1; failed && ch->reg && i < ch->c->size; i++) {
+		if (ch->reg[i].fd >= 0) {
+			send_reason(ch->reg[i].fd, FRAME_REJECT, ch->c->err);
+			close(ch->reg[i].fd);
 		}
 	}
-	for (int i = 0; p && i < np; i++)
-		close(p[i].fd);
-	if (lfd >= 0)
-		close(lfd);
-	free(p);
-	free(pfd);
-	free(reg);
+	for (int i = 0; ch->p && i < ch->np; i++)
+		close(ch->p[i].fd);
+	if (ch->lfd >= 0)
+		close(ch->lfd);
+	free(ch->p);
+	free(ch->pfd);
+	free(ch->reg);
+}
+
+static int chief_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
+			    socklen_t mlen, int64_t deadline)
+{
+	struct chief ch = { .c = c, .lfd = -1, .left = c->size - 1 };
+	int r = chief_open(&ch, master, mlen);
+
+	while (r == 0 && ch.left > 0)
+		r = chief_step(&ch, deadline);
+	if (r == 0)
+		r = send_table(c, ch.reg, deadline);
+	if (r == 0) {
+		for (int i = 1; i < c->size; i++) {
+			c->ctl[i] = ch.reg[i].fd;
+			ch.reg[i].fd = -1;
+		}
+	}
+	chief_close(&ch, r < 0);
 	return r;
 }
 
@@ -406,7 +420,7 @@ out:
 /* Reads one message from rank 0 into buf (cap bytes): its header into *h.
  * Rank 0 says why when the rendezvous fails; its word gets a moment past
  * our own deadline to arrive. */
-static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
+static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
 		       int64_t deadline, const char *waiting_for)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
@@ -435,7 +449,7 @@ static int member_recv(struct comm *c, int fd, uint8_t *buf, size_t cap, struct 
 	return 0;
 }
 
-static int member_rendezvous(struct comm *c, const struct sockaddr_storage *master,
+static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
 			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
 {
 	struct frame_register m = { 0 };
@@ -493,7 +507,7 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	memcpy(m.ring_nonce, c->peers[c->rank].ring_nonce, FRAME_NONCE_LEN);
 	auth_nonce(m.nonce);
 	n = frame_register_encode(&m, buf + FRAME_HDR_LEN, cap - FRAME_HDR_LEN);
-	rdv_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_REGISTER, challenge, m.nonce);
+	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_REGISTER, challenge, m.nonce);
 	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
 	r = sock_send_all(fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
 	if (r < 0) {
@@ -513,7 +527,7 @@ static int member_rendezvous(struct comm *c, const struct sockaddr_storage *mast
 	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, mac, &why);
 	if (r < 0)
 		r = comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
-	else if (!rdv_sealed(buf, h.len, c->cfg.secret, LABEL_TABLE, m.nonce, challenge))
+	else if (!frame_sealed(buf, h.len, c->cfg.secret, LABEL_TABLE, m.nonce, challenge))
 		r = comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
 				  "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
 out:
@@ -521,7 +535,7 @@ out:
 	return r;
 }
 
-int rdv_run(struct comm *c, const struct sockaddr_storage *master, socklen_t mlen,
+int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
 	    const char *my_addr, int dport, int64_t deadline)
 {
 	if (c->rank != 0)

@@ -4,7 +4,6 @@
 #ifndef SLOTRUN_RENDEZVOUS_H
 #define SLOTRUN_RENDEZVOUS_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -18,16 +17,7 @@
  * port.  Everything before the deadline; on failure c->err names the rank
  * at fault (or the ranks that never came) and the registered ranks are
  * told why. */
-int rdv_run(struct comm *c, const struct sockaddr_storage *master, socklen_t mlen,
+int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
 	    const char *my_addr, int dport, int64_t deadline);
-
-/* A sealed payload ends in a FRAME_MAC_LEN-byte MAC, keyed by the job
- * secret, over label, the two nonces and the payload bytes before it.
- * rdv_seal writes it (len is the whole payload's length, MAC included);
- * rdv_sealed checks it in constant time. */
-void rdv_seal(uint8_t *payload, size_t len, const char *secret, const char *label,
-	      const uint8_t *first, const uint8_t *second);
-bool rdv_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
-		const uint8_t *first, const uint8_t *second);
 
 #endif

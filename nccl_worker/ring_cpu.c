@@ -78,8 +78,8 @@ struct job {
 	uint64_t bytes;           /* count * esize */
 	uint64_t count;
 	size_t esize;
-	enum comm_dtype dtype;
-	enum comm_op op;
+	enum slotcomm_dtype dtype;
+	enum slotcomm_op op;
 	reduce_fn fn;
 	int nsteps;
 	struct stream snd, rcv;
@@ -140,7 +140,7 @@ static uint64_t sendable(const struct job *j, uint64_t seglen)
 	return upto > j->snd.off ? upto - j->snd.off : 0;
 }
 
-static int peer_fail(struct comm *c, const struct job *j, int peer, int rc, int step)
+static int peer_fail(struct slotcomm *c, const struct job *j, int peer, int rc, int step)
 {
 	char phrase[96];
 	int r;
@@ -161,7 +161,7 @@ static int peer_fail(struct comm *c, const struct job *j, int peer, int rc, int 
 			 phrase, step, j->nsteps);
 }
 
-static int check_header(struct comm *c, struct job *j, int left)
+static int check_header(struct slotcomm *c, struct job *j, int left)
 {
 	struct frame_hdr h;
 	struct frame_allreduce m;
@@ -184,14 +184,14 @@ static int check_header(struct comm *c, struct job *j, int left)
 		return comm_fail(c, -EPROTO, left,
 				 "peer rank %d called all-reduce with %llu %s %s, this rank with "
 				 "%llu %s %s", left, (unsigned long long)m.count,
-				 comm_dtype_name(m.dtype), comm_op_name(m.op),
-				 (unsigned long long)j->count, comm_dtype_name(j->dtype),
-				 comm_op_name(j->op));
+				 slotcomm_dtype_name(m.dtype), slotcomm_op_name(m.op),
+				 (unsigned long long)j->count, slotcomm_dtype_name(j->dtype),
+				 slotcomm_op_name(j->op));
 	return 0;
 }
 
 /* One recv(2) and what follows from it.  1 on progress, 0 on EAGAIN. */
-static int recv_some(struct comm *c, struct job *j, int left)
+static int recv_some(struct slotcomm *c, struct job *j, int left)
 {
 	struct ring_step st;
 	uint64_t off, len;
@@ -229,7 +229,7 @@ static int recv_some(struct comm *c, struct job *j, int left)
 		j->fill += (size_t)k;
 		n = j->fill / j->esize;
 		j->fn(dst, j->g->stage, n);
-		if (st.last_reduce && j->op == COMM_AVG)
+		if (st.last_reduce && j->op == SLOTCOMM_AVG)
 			reduce_avg_finish(dst, n, j->dtype, j->g->n);
 		j->rcv.off += n * j->esize;
 		j->fill -= n * j->esize;
@@ -246,7 +246,7 @@ fail:
 }
 
 /* One send(2).  The bytes sent, 0 when nothing could go. */
-static int send_some(struct comm *c, struct job *j, int right, int *blocked)
+static int send_some(struct slotcomm *c, struct job *j, int right, int *blocked)
 {
 	struct ring_step st;
 	uint64_t off, len, n;
@@ -290,7 +290,7 @@ static void local_bufs(struct ring *g, uint64_t bytes)
 	g->buf = want;
 }
 
-static int ring_run(struct comm *c, struct job *j)
+static int ring_run(struct slotcomm *c, struct job *j)
 {
 	int left = j->g->left, right = j->g->right;
 	int64_t deadline = sock_now_ns() + c->timeout_ns;
@@ -371,15 +371,15 @@ static int ring_run(struct comm *c, struct job *j)
 	}
 }
 
-int ring_allreduce(struct comm *c, struct ring *g, void *buf, size_t count,
-		   enum comm_dtype dtype, enum comm_op op)
+int ring_allreduce(struct slotcomm *c, struct ring *g, void *buf, size_t count,
+		   enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	struct job j = { .g = g, .buf = buf, .count = count, .dtype = dtype, .op = op };
 	struct frame_allreduce m = { .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
 	int r;
 
 	j.fn = reduce_get(dtype, op);
-	j.esize = comm_dtype_size(dtype);
+	j.esize = slotcomm_dtype_size(dtype);
 	if (g->n < 2)
 		return 0;
 	if (!g->stage) {
@@ -404,19 +404,19 @@ int ring_allreduce(struct comm *c, struct ring *g, void *buf, size_t count,
 	 * everywhere, bit for bit. */
 	for (int i = 1; i < g->n; i++)
 		j.fn(g->stage, g->stage + (size_t)i * j.bytes, count);
-	if (op == COMM_AVG)
+	if (op == SLOTCOMM_AVG)
 		reduce_avg_finish(g->stage, count, dtype, g->n);
 	memcpy(buf, g->stage, j.bytes);
 	return 0;
 }
 
-static int tcp_allreduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype,
-			 enum comm_op op)
+static int tcp_allreduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype,
+			 enum slotcomm_op op)
 {
 	return ring_allreduce(c, &c->ring, buf, count, dtype, op);
 }
 
-static void tcp_describe(const struct comm *c, char *buf, size_t len)
+static void tcp_describe(const struct slotcomm *c, char *buf, size_t len)
 {
 	snprintf(buf, len, "ring over tcp (reduce-scatter + all-gather, %d steps)", 2 * (c->size - 1));
 }

@@ -13,7 +13,7 @@
  * arguments; avg divides by g->n).  Nothing to do when g->n < 2.  c->seq
  * must already count this collective; failures go through comm_fail,
  * naming the neighbour at fault by its rank in c. */
-int ring_allreduce(struct comm *c, struct ring *g, void *buf, size_t count,
-		   enum comm_dtype dtype, enum comm_op op);
+int ring_allreduce(struct slotcomm *c, struct ring *g, void *buf, size_t count,
+		   enum slotcomm_dtype dtype, enum slotcomm_op op);
 
 #endif

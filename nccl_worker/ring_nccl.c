@@ -5,7 +5,7 @@
  * macros record the failing call with file:line and the library's message;
  * the exported functions turn that into comm_fail (one line, peers told)
  * and abort the NCCL communicator. */
-#include "ring_nccl.h"
+#include <slotcomm/nccl.h>
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -31,20 +31,20 @@ enum nres {
 	NR_CUDA,     /* a CUDA call failed */
 	NR_NCCL,     /* an NCCL call failed, or the communicator reported an error */
 	NR_TIMEOUT,  /* SLOTRUN_TIMEOUT passed */
-	NR_PEER,     /* the control plane failed (already in comm_error) */
+	NR_PEER,     /* the control plane failed (already in slotcomm_error) */
 };
 
-struct ring_nccl {
-	struct comm *c;
+struct slotcomm_nccl {
+	struct slotcomm *c;
 	int device;
 	cudaStream_t stream;
 	ncclComm_t nc;
 	int failed;
 	char desc[256];
-	char err[COMM_ERR_MAX];
+	char err[SLOTCOMM_ERR_MAX];
 };
 
-static enum nres nccl_msg(struct ring_nccl *g, const char *file, int line, const char *call,
+static enum nres nccl_msg(struct slotcomm_nccl *g, const char *file, int line, const char *call,
 			  ncclResult_t r)
 {
 	const char *last = g->nc ? ncclGetLastError(g->nc) : NULL;
@@ -83,9 +83,9 @@ static enum nres nccl_msg(struct ring_nccl *g, const char *file, int line, const
 
 /* Sleeps up to 1 ms watching the control connections; a peer that died
  * or aborted ends the wait with NR_PEER. */
-static enum nres nap(struct ring_nccl *g, const char *what)
+static enum nres nap(struct slotcomm_nccl *g, const char *what)
 {
-	struct comm *c = g->c;
+	struct slotcomm *c = g->c;
 	int n = comm_watch_fill(c, c->pfd);
 
 	if (poll(c->pfd, (nfds_t)n, 1) > 0 && comm_watch_check(c, c->pfd, n, what) < 0)
@@ -93,7 +93,7 @@ static enum nres nap(struct ring_nccl *g, const char *what)
 	return NR_OK;
 }
 
-static enum nres wait_ready(struct ring_nccl *g, const char *call, const char *file, int line)
+static enum nres wait_ready(struct slotcomm_nccl *g, const char *call, const char *file, int line)
 {
 	int64_t deadline = sock_now_ns() + g->c->timeout_ns;
 
@@ -117,27 +117,27 @@ static enum nres wait_ready(struct ring_nccl *g, const char *call, const char *f
 	}
 }
 
-static ncclDataType_t nccl_type(enum comm_dtype t)
+static ncclDataType_t nccl_type(enum slotcomm_dtype t)
 {
-	static const ncclDataType_t map[COMM_DTYPE_COUNT] = {
-		[COMM_FLOAT32] = ncclFloat32, [COMM_FLOAT64] = ncclFloat64,
-		[COMM_INT32] = ncclInt32,     [COMM_INT64] = ncclInt64,
-		[COMM_BF16] = ncclBfloat16,   [COMM_FP16] = ncclFloat16,
+	static const ncclDataType_t map[SLOTCOMM_DTYPE_COUNT] = {
+		[SLOTCOMM_FLOAT32] = ncclFloat32, [SLOTCOMM_FLOAT64] = ncclFloat64,
+		[SLOTCOMM_INT32] = ncclInt32,     [SLOTCOMM_INT64] = ncclInt64,
+		[SLOTCOMM_BF16] = ncclBfloat16,   [SLOTCOMM_FP16] = ncclFloat16,
 	};
 	return map[t];
 }
 
-static ncclRedOp_t nccl_op(enum comm_op op)
+static ncclRedOp_t nccl_op(enum slotcomm_op op)
 {
-	static const ncclRedOp_t map[COMM_OP_COUNT] = {
-		[COMM_SUM] = ncclSum, [COMM_PROD] = ncclProd, [COMM_MIN] = ncclMin,
-		[COMM_MAX] = ncclMax, [COMM_AVG] = ncclAvg,
+	static const ncclRedOp_t map[SLOTCOMM_OP_COUNT] = {
+		[SLOTCOMM_SUM] = ncclSum, [SLOTCOMM_PROD] = ncclProd, [SLOTCOMM_MIN] = ncclMin,
+		[SLOTCOMM_MAX] = ncclMax, [SLOTCOMM_AVG] = ncclAvg,
 	};
 	return map[op];
 }
 
 /* Turns a failed step into the communicator's error. */
-static int fail(struct ring_nccl *g, enum nres r)
+static int fail(struct slotcomm_nccl *g, enum nres r)
 {
 	g->failed = 1;
 	if (g->nc) {
@@ -149,12 +149,12 @@ static int fail(struct ring_nccl *g, enum nres r)
 	return comm_fail(g->c, r == NR_TIMEOUT ? -ETIMEDOUT : -EIO, -1, "%s", g->err);
 }
 
-int ring_nccl_compiled(void)
+int slotcomm_nccl_compiled(void)
 {
 	return 1;
 }
 
-int ring_nccl_probe(char *why, size_t whylen)
+int slotcomm_nccl_probe(char *why, size_t whylen)
 {
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
@@ -171,9 +171,9 @@ int ring_nccl_probe(char *why, size_t whylen)
 	return n;
 }
 
-static enum nres init_impl(struct ring_nccl *g)
+static enum nres init_impl(struct slotcomm_nccl *g)
 {
-	struct comm *c = g->c;
+	struct slotcomm *c = g->c;
 	ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
 	struct cudaDeviceProp prop;
 	ncclUniqueId id;
@@ -192,7 +192,7 @@ static enum nres init_impl(struct ring_nccl *g)
 	memset(&id, 0, sizeof(id));
 	if (c->rank == 0)
 		NCCLCHECK(g, ncclGetUniqueId(&id));
-	if (comm_broadcast(c, &id, sizeof(id)) < 0)
+	if (slotcomm_broadcast(c, &id, sizeof(id)) < 0)
 		return NR_PEER;
 	config.blocking = 0;
 	NCCLCHECK(g, ncclCommInitRankConfig(&g->nc, c->size, id, c->rank, &config));
@@ -208,9 +208,9 @@ static enum nres init_impl(struct ring_nccl *g)
 	return NR_OK;
 }
 
-int ring_nccl_init(struct comm *c, struct ring_nccl **out)
+int slotcomm_nccl_init(struct slotcomm *c, struct slotcomm_nccl **out)
 {
-	struct ring_nccl *g = calloc(1, sizeof(*g));
+	struct slotcomm_nccl *g = calloc(1, sizeof(*g));
 	enum nres r;
 	int rc;
 
@@ -226,20 +226,20 @@ int ring_nccl_init(struct comm *c, struct ring_nccl **out)
 	r = init_impl(g);
 	if (r != NR_OK) {
 		rc = fail(g, r);
-		ring_nccl_destroy(g);
+		slotcomm_nccl_destroy(g);
 		return rc;
 	}
 	*out = g;
 	return 0;
 }
 
-static enum nres finalize(struct ring_nccl *g)
+static enum nres finalize(struct slotcomm_nccl *g)
 {
 	NCCLCHECK(g, ncclCommFinalize(g->nc));
 	return NR_OK;
 }
 
-void ring_nccl_destroy(struct ring_nccl *g)
+void slotcomm_nccl_destroy(struct slotcomm_nccl *g)
 {
 	if (!g)
 		return;
@@ -254,69 +254,69 @@ void ring_nccl_destroy(struct ring_nccl *g)
 	free(g);
 }
 
-const char *ring_nccl_describe(const struct ring_nccl *g)
+const char *slotcomm_nccl_describe(const struct slotcomm_nccl *g)
 {
 	return g->desc;
 }
 
-static enum nres alloc_impl(struct ring_nccl *g, size_t bytes, void **dev)
+static enum nres alloc_impl(struct slotcomm_nccl *g, size_t bytes, void **dev)
 {
 	CUDACHECK(g, cudaMalloc(dev, bytes ? bytes : 1));
 	return NR_OK;
 }
 
-int ring_nccl_alloc(struct ring_nccl *g, size_t bytes, void **dev)
+int slotcomm_nccl_alloc(struct slotcomm_nccl *g, size_t bytes, void **dev)
 {
 	enum nres r = alloc_impl(g, bytes, dev);
 
 	return r == NR_OK ? 0 : fail(g, r);
 }
 
-void ring_nccl_free(struct ring_nccl *g, void *dev)
+void slotcomm_nccl_free(struct slotcomm_nccl *g, void *dev)
 {
 	(void)g;
 	if (dev)
 		cudaFree(dev);
 }
 
-static enum nres copy_impl(struct ring_nccl *g, void *dst, const void *src, size_t bytes,
+static enum nres copy_impl(struct slotcomm_nccl *g, void *dst, const void *src, size_t bytes,
 			   enum cudaMemcpyKind kind)
 {
 	CUDACHECK(g, cudaMemcpy(dst, src, bytes, kind));
 	return NR_OK;
 }
 
-int ring_nccl_to_device(struct ring_nccl *g, void *dev, const void *host, size_t bytes)
+int slotcomm_nccl_to_device(struct slotcomm_nccl *g, void *dev, const void *host, size_t bytes)
 {
 	enum nres r = bytes ? copy_impl(g, dev, host, bytes, cudaMemcpyHostToDevice) : NR_OK;
 
 	return r == NR_OK ? 0 : fail(g, r);
 }
 
-int ring_nccl_to_host(struct ring_nccl *g, void *host, const void *dev, size_t bytes)
+int slotcomm_nccl_to_host(struct slotcomm_nccl *g, void *host, const void *dev, size_t bytes)
 {
 	enum nres r = bytes ? copy_impl(g, host, dev, bytes, cudaMemcpyDeviceToHost) : NR_OK;
 
 	return r == NR_OK ? 0 : fail(g, r);
 }
 
-static enum nres allreduce_impl(struct ring_nccl *g, void *dev, size_t count,
-				enum comm_dtype dtype, enum comm_op op)
+static enum nres allreduce_impl(struct slotcomm_nccl *g, void *dev, size_t count,
+				enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	NCCLCHECK(g, ncclAllReduce(dev, dev, count, nccl_type(dtype), nccl_op(op), g->nc,
 				   g->stream));
 	return NR_OK;
 }
 
-int ring_nccl_allreduce_start(struct ring_nccl *g, void *dev, size_t count,
-			      enum comm_dtype dtype, enum comm_op op)
+int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t count,
+			      enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	enum nres r;
 	int rc = comm_usable(g->c);
 
 	if (rc < 0)
 		return rc;
-	if ((unsigned)dtype >= COMM_DTYPE_COUNT || (unsigned)op >= COMM_OP_COUNT)
+	if ((unsigned)dtype >= SLOTCOMM_DTYPE_COUNT || (unsigned)op >= SLOTCOMM_OP_COUNT)
 		return comm_fail(g->c, -EINVAL, -1, "all-reduce: unknown type or op");
 	if (count == 0)
 		return 0;
@@ -324,7 +324,7 @@ int ring_nccl_allreduce_start(struct ring_nccl *g, void *dev, size_t count,
 	return r == NR_OK ? 0 : fail(g, r);
 }
 
-static enum nres sync_impl(struct ring_nccl *g)
+static enum nres sync_impl(struct slotcomm_nccl *g)
 {
 	int64_t start = sock_now_ns(), deadline = start + g->c->timeout_ns;
 
@@ -354,7 +354,7 @@ static enum nres sync_impl(struct ring_nccl *g)
 	}
 }
 
-int ring_nccl_sync(struct ring_nccl *g)
+int slotcomm_nccl_sync(struct slotcomm_nccl *g)
 {
 	enum nres r;
 	int rc = comm_usable(g->c);

@@ -10,16 +10,16 @@
  * really shared: the leader's random cookie must be read through every
  * member's mapping, and every member's answer through the leader's.
  *
- * Setup, inside comm_init:
+ * Setup, inside slotcomm_init:
  *   shm_info_fill   every rank: its node key, a listening abstract socket
- *                   and a random token, to be exchanged (comm_allgather)
+ *                   and a random token, to be exchanged (slotcomm_allgather)
  *   shm_attach      the ranks of each node: the leader (lowest rank) makes
  *                   the segment (memfd), hands it over the socket
  *                   (SCM_RIGHTS) to each member that proves its token, and
  *                   both sides check the probe.  No name ever exists in
  *                   /dev/shm or anywhere else: the memory goes away with
  *                   the last process that maps it, however they all end.
- *   shm_free        what a communicator holds (comm_destroy; also after a
+ *   shm_free        what a communicator holds (slotcomm_destroy; also after a
  *                   failed setup) */
 #ifndef SLOTRUN_SHM_H
 #define SLOTRUN_SHM_H
@@ -34,7 +34,7 @@
 #define SHM_SOCK_MAX 44
 #define SHM_TOKEN_LEN 16
 
-/* What each rank tells the others (one comm_allgather in comm_init). */
+/* What each rank tells the others (one slotcomm_allgather in slotcomm_init). */
 struct shm_info {
 	char transport;               /* SLOTRUN_TRANSPORT asked: 'a'uto, 't'cp, 's'hm */
 	char key[SHM_KEY_MAX];        /* "<boot id>/<net namespace inode>", "" if unknown */
@@ -49,38 +49,38 @@ void shm_node_key(char *buf, size_t len);
 /* Fills mine (key, token) and, unless SLOTRUN_TRANSPORT=tcp, starts
  * listening on a fresh abstract socket.  Never fails: without a socket the
  * name stays empty, and shm_attach says why. */
-void shm_info_fill(struct comm *c, struct shm_info *mine);
+void shm_info_fill(struct slotcomm *c, struct shm_info *mine);
 
-/* Sets up this rank's node (all[] from every rank, comm_allgather'd):
+/* Sets up this rank's node (all[] from every rank, slotcomm_allgather'd):
  * c->shm for a node of two or more ranks.  0 on success; a negative errno
  * with the reason in why (one line, naming the rank at fault where there is
  * one) when shared memory cannot be used here, and the caller falls back
  * or fails.  Everything before the deadline. */
-int shm_attach(struct comm *c, const struct shm_info *all, int64_t deadline, char *why,
+int shm_attach(struct slotcomm *c, const struct shm_info *all, int64_t deadline, char *why,
 	       size_t whylen);
 
 /* Closes and unmaps everything of c->shm (and the listener); when bye, the
  * node's peers are told that this rank left on purpose. */
-void shm_free(struct comm *c, int bye);
+void shm_free(struct slotcomm *c, int bye);
 
 /* The node's shape, once attached: ranks on this node (1 without c->shm)
  * and this rank's index among them. */
-int shm_local_size(const struct comm *c);
+int shm_local_size(const struct slotcomm *c);
 
 /* The node phases the hierarchical transport is made of (in place, every
- * rank of the node with the same arguments; op is never COMM_AVG here):
+ * rank of the node with the same arguments; op is never SLOTCOMM_AVG here):
  * shm_reduce leaves the node's reduction in the leader's buf only;
  * shm_bcast copies the leader's buf to every rank of the node. */
-int shm_reduce(struct comm *c, void *buf, size_t count, enum comm_dtype dtype, enum comm_op op);
-int shm_bcast(struct comm *c, void *buf, size_t bytes);
+int shm_reduce(struct slotcomm *c, void *buf, size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op);
+int shm_bcast(struct slotcomm *c, void *buf, size_t bytes);
 
 /* This rank is making progress elsewhere (its TCP ring): the node's ranks
  * waiting on it push their SLOTRUN_TIMEOUT back (transport.progress). */
-void shm_progress(struct comm *c);
+void shm_progress(struct slotcomm *c);
 
 /* transport.broken for both: the failure goes into the segment and every
  * sleeper of the node is woken. */
-void shm_transport_broken(struct comm *c, const struct frame_abort *a);
+void shm_transport_broken(struct slotcomm *c, const struct frame_abort *a);
 
 extern const struct transport transport_shm, transport_hier;
 

@@ -3,75 +3,75 @@
 
 #include <math.h>
 
-#include "reduce.h"
+#include <slotcomm/slotcomm.h>
 
 unsigned verify_class(uint64_t i)
 {
 	return ((uint32_t)i * 2654435761u) >> 28;
 }
 
-int64_t verify_input(enum comm_op op, int rank, unsigned h)
+int64_t verify_input(enum slotcomm_op op, int rank, unsigned h)
 {
 	static const int prod_vals[4] = { 1, 2, 1, -1 };
 
-	if (op == COMM_PROD)
+	if (op == SLOTCOMM_PROD)
 		return prod_vals[(h + (unsigned)rank) % 4];
 	return (int64_t)((h + 5u * (unsigned)rank) % 9) - 4;
 }
 
-void verify_fill(void *buf, size_t count, enum comm_dtype dtype, enum comm_op op, int rank)
+void verify_fill(void *buf, size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op, int rank)
 {
 	int64_t v[16];
 
 	for (unsigned h = 0; h < 16; h++)
 		v[h] = verify_input(op, rank, h);
 	switch (dtype) {
-	case COMM_FLOAT32:
+	case SLOTCOMM_FLOAT32:
 		for (size_t i = 0; i < count; i++)
 			((float *)buf)[i] = (float)v[verify_class(i)];
 		break;
-	case COMM_FLOAT64:
+	case SLOTCOMM_FLOAT64:
 		for (size_t i = 0; i < count; i++)
 			((double *)buf)[i] = (double)v[verify_class(i)];
 		break;
-	case COMM_INT32:
+	case SLOTCOMM_INT32:
 		for (size_t i = 0; i < count; i++)
 			((int32_t *)buf)[i] = (int32_t)v[verify_class(i)];
 		break;
-	case COMM_INT64:
+	case SLOTCOMM_INT64:
 		for (size_t i = 0; i < count; i++)
 			((int64_t *)buf)[i] = v[verify_class(i)];
 		break;
-	case COMM_BF16:
+	case SLOTCOMM_BF16:
 		for (size_t i = 0; i < count; i++)
-			((uint16_t *)buf)[i] = reduce_float_to_bf16((float)v[verify_class(i)]);
+			((uint16_t *)buf)[i] = slotcomm_float_to_bf16((float)v[verify_class(i)]);
 		break;
-	case COMM_FP16:
+	case SLOTCOMM_FP16:
 		for (size_t i = 0; i < count; i++)
-			((uint16_t *)buf)[i] = reduce_float_to_fp16((float)v[verify_class(i)]);
+			((uint16_t *)buf)[i] = slotcomm_float_to_fp16((float)v[verify_class(i)]);
 		break;
 	default:
 		break;
 	}
 }
 
-static double round_to(enum comm_dtype dtype, double d)
+static double round_to(enum slotcomm_dtype dtype, double d)
 {
 	switch (dtype) {
-	case COMM_FLOAT32:
+	case SLOTCOMM_FLOAT32:
 		return (float)d;
-	case COMM_BF16:
-		return reduce_bf16_to_float(reduce_float_to_bf16((float)d));
-	case COMM_FP16:
-		return reduce_fp16_to_float(reduce_float_to_fp16((float)d));
+	case SLOTCOMM_BF16:
+		return slotcomm_bf16_to_float(slotcomm_float_to_bf16((float)d));
+	case SLOTCOMM_FP16:
+		return slotcomm_fp16_to_float(slotcomm_float_to_fp16((float)d));
 	default:
 		return d;
 	}
 }
 
-void verify_expect(struct verify_table *t, enum comm_dtype dtype, enum comm_op op, int nranks)
+void verify_expect(struct verify_table *t, enum slotcomm_dtype dtype, enum slotcomm_op op, int nranks)
 {
-	int is_int = dtype == COMM_INT32 || dtype == COMM_INT64;
+	int is_int = dtype == SLOTCOMM_INT32 || dtype == SLOTCOMM_INT64;
 
 	t->dtype = dtype;
 	for (unsigned h = 0; h < 16; h++) {
@@ -83,7 +83,7 @@ void verify_expect(struct verify_table *t, enum comm_dtype dtype, enum comm_op o
 		for (int r = 1; r < nranks; r++) {
 			int64_t v = verify_input(op, r, h);
 
-			if (op == COMM_PROD) {
+			if (op == SLOTCOMM_PROD) {
 				acc *= (uint64_t)v;
 				d *= (double)v;
 			} else {
@@ -96,22 +96,22 @@ void verify_expect(struct verify_table *t, enum comm_dtype dtype, enum comm_op o
 		if (is_int) {
 			int64_t e = (int64_t)acc;
 
-			if (dtype == COMM_INT32)
+			if (dtype == SLOTCOMM_INT32)
 				e = (int32_t)(uint32_t)acc;
-			if (op == COMM_MIN)
+			if (op == SLOTCOMM_MIN)
 				e = mn;
-			else if (op == COMM_MAX)
+			else if (op == SLOTCOMM_MAX)
 				e = mx;
-			else if (op == COMM_AVG)
+			else if (op == SLOTCOMM_AVG)
 				e /= nranks;
 			t->i[h] = e;
 			t->f[h] = (double)e;
 		} else {
-			if (op == COMM_MIN)
+			if (op == SLOTCOMM_MIN)
 				d = (double)mn;
-			else if (op == COMM_MAX)
+			else if (op == SLOTCOMM_MAX)
 				d = (double)mx;
-			else if (op == COMM_AVG)
+			else if (op == SLOTCOMM_AVG)
 				d = round_to(dtype, d) / nranks;
 			t->f[h] = round_to(dtype, d);
 			t->i[h] = 0;
@@ -119,16 +119,16 @@ void verify_expect(struct verify_table *t, enum comm_dtype dtype, enum comm_op o
 	}
 }
 
-double verify_tolerance(enum comm_dtype dtype)
+double verify_tolerance(enum slotcomm_dtype dtype)
 {
 	switch (dtype) {
-	case COMM_FLOAT32:
+	case SLOTCOMM_FLOAT32:
 		return 1e-6;
-	case COMM_FLOAT64:
+	case SLOTCOMM_FLOAT64:
 		return 1e-14;
-	case COMM_BF16:
+	case SLOTCOMM_BF16:
 		return 1.6e-2;
-	case COMM_FP16:
+	case SLOTCOMM_FP16:
 		return 2e-3;
 	default:
 		return 0;
@@ -165,23 +165,23 @@ uint64_t verify_check(const void *buf, size_t count, const struct verify_table *
 	uint64_t wrong = 0;
 
 	switch (t->dtype) {
-	case COMM_FLOAT32:
+	case SLOTCOMM_FLOAT32:
 		CHECK_LOOP(float, b[i], close_enough(g, t->f[h], tol));
 		break;
-	case COMM_FLOAT64:
+	case SLOTCOMM_FLOAT64:
 		CHECK_LOOP(double, b[i], close_enough(g, t->f[h], tol));
 		break;
-	case COMM_INT32:
+	case SLOTCOMM_INT32:
 		CHECK_LOOP(int32_t, (double)b[i], b[i] == t->i[h]);
 		break;
-	case COMM_INT64:
+	case SLOTCOMM_INT64:
 		CHECK_LOOP(int64_t, (double)b[i], b[i] == t->i[h]);
 		break;
-	case COMM_BF16:
-		CHECK_LOOP(uint16_t, reduce_bf16_to_float(b[i]), close_enough(g, t->f[h], tol));
+	case SLOTCOMM_BF16:
+		CHECK_LOOP(uint16_t, slotcomm_bf16_to_float(b[i]), close_enough(g, t->f[h], tol));
 		break;
-	case COMM_FP16:
-		CHECK_LOOP(uint16_t, reduce_fp16_to_float(b[i]), close_enough(g, t->f[h], tol));
+	case SLOTCOMM_FP16:
+		CHECK_LOOP(uint16_t, slotcomm_fp16_to_float(b[i]), close_enough(g, t->f[h], tol));
 		break;
 	default:
 		break;

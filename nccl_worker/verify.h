@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 
 struct verify_table {
-	enum comm_dtype dtype;
+	enum slotcomm_dtype dtype;
 	double f[16];   /* expected, floating types (already rounded to the type) */
 	int64_t i[16];  /* expected, integer types */
 };
@@ -33,15 +33,15 @@ struct verify_table {
 unsigned verify_class(uint64_t i);
 
 /* Rank `rank`'s input value at hash class h. */
-int64_t verify_input(enum comm_op op, int rank, unsigned h);
+int64_t verify_input(enum slotcomm_op op, int rank, unsigned h);
 
 /* Fills buf (count elements of dtype) with rank's inputs. */
-void verify_fill(void *buf, size_t count, enum comm_dtype dtype, enum comm_op op, int rank);
+void verify_fill(void *buf, size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op, int rank);
 
 /* The expected results of the all-reduce over nranks ranks. */
-void verify_expect(struct verify_table *t, enum comm_dtype dtype, enum comm_op op, int nranks);
+void verify_expect(struct verify_table *t, enum slotcomm_dtype dtype, enum slotcomm_op op, int nranks);
 
-double verify_tolerance(enum comm_dtype dtype);
+double verify_tolerance(enum slotcomm_dtype dtype);
 
 /* Counts the wrong elements of buf; when there are any, *first is the index
  * of the first one (and got/expected its values as doubles). */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include <slotcomm/slotcomm.h>
 
 static int rank;
 
@@ -34,10 +34,10 @@ static int check_blocks(const unsigned char *buf, size_t len, int n, const char 
 	return 0;
 }
 
-static int run(struct comm *c)
+static int run(struct slotcomm *c)
 {
 	static const size_t lens[] = { 0, 1, 3, 4096, (1u << 20) + 3 };
-	int n = comm_size(c);
+	int n = slotcomm_size(c);
 
 	for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
 		size_t len = lens[k];
@@ -49,21 +49,21 @@ static int run(struct comm *c)
 			mine[i] = pattern(rank, i);
 
 		memset(all, 0xee, len * (size_t)n);
-		if (comm_allgather(c, mine, len, all) < 0)
-			FAIL("allgather: %s", comm_error(c));
+		if (slotcomm_allgather(c, mine, len, all) < 0)
+			FAIL("allgather: %s", slotcomm_error(c));
 		if (check_blocks(all, len, n, "allgather"))
 			return 1;
 
 		memset(all, 0xee, len * (size_t)n);
-		if (comm_gather(c, mine, len, rank == 0 ? all : NULL) < 0)
-			FAIL("gather: %s", comm_error(c));
+		if (slotcomm_gather(c, mine, len, rank == 0 ? all : NULL) < 0)
+			FAIL("gather: %s", slotcomm_error(c));
 		if (rank == 0 && check_blocks(all, len, n, "gather"))
 			return 1;
 
 		for (size_t i = 0; i < len; i++)
 			mine[i] = rank == 0 ? pattern(0, i) : 0;
-		if (comm_broadcast(c, mine, len) < 0)
-			FAIL("broadcast: %s", comm_error(c));
+		if (slotcomm_broadcast(c, mine, len) < 0)
+			FAIL("broadcast: %s", slotcomm_error(c));
 		if (check_blocks(mine, len, 1, "broadcast"))
 			return 1;
 		free(mine);
@@ -71,23 +71,23 @@ static int run(struct comm *c)
 	}
 
 	for (int i = 0; i < 3; i++)
-		if (comm_barrier(c) < 0)
-			FAIL("barrier: %s", comm_error(c));
+		if (slotcomm_barrier(c) < 0)
+			FAIL("barrier: %s", slotcomm_error(c));
 
 	/* should_preempt: the same answer everywhere; true when any rank asks. */
 	for (int asker = -1; asker < n; asker++) {
 		bool stop = !(asker >= 0);
 
-		if (comm_should_preempt(c, rank == asker, &stop) < 0)
-			FAIL("should_preempt: %s", comm_error(c));
+		if (slotcomm_should_preempt(c, rank == asker, &stop) < 0)
+			FAIL("should_preempt: %s", slotcomm_error(c));
 		if (stop != (asker >= 0))
 			FAIL("should_preempt with rank %d asking gave %s", asker, stop ? "true" : "false");
 	}
 	{
 		bool stop = false;
 
-		if (comm_should_preempt(c, true, &stop) < 0 || !stop)
-			FAIL("should_preempt with every rank asking: %s", comm_error(c));
+		if (slotcomm_should_preempt(c, true, &stop) < 0 || !stop)
+			FAIL("should_preempt with every rank asking: %s", slotcomm_error(c));
 	}
 
 	/* A small all-reduce, count below WORLD_SIZE included. */
@@ -96,8 +96,8 @@ static int run(struct comm *c)
 
 		for (size_t i = 0; i < count; i++)
 			v[i] = rank * 100 + (long long)i;
-		if (comm_allreduce(c, v, count, COMM_INT64, COMM_SUM) < 0)
-			FAIL("all-reduce of %zu: %s", count, comm_error(c));
+		if (slotcomm_allreduce(c, v, count, SLOTCOMM_INT64, SLOTCOMM_SUM) < 0)
+			FAIL("all-reduce of %zu: %s", count, slotcomm_error(c));
 		for (size_t i = 0; i < count; i++)
 			if (v[i] != 100LL * n * (n - 1) / 2 + (long long)i * n)
 				FAIL("all-reduce of %zu: element %zu is %lld", count, i, v[i]);
@@ -107,24 +107,24 @@ static int run(struct comm *c)
 
 int main(void)
 {
-	struct comm_config cfg;
-	struct comm *c;
-	char err[COMM_ERR_MAX];
+	struct slotcomm_config cfg;
+	struct slotcomm *c;
+	char err[SLOTCOMM_ERR_MAX];
 	int r;
 
-	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_config_from_env(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "comm_check: %s\n", err);
 		return 2;
 	}
 	rank = cfg.rank;
-	if (comm_init(&c, &cfg, err, sizeof(err)) < 0) {
+	if (slotcomm_init(&c, &cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "comm_check: rank %d: %s\n", rank, err);
 		return 1;
 	}
 	r = run(c);
 	if (r == 0)
-		printf("comm_check: rank %d: ok (%d ranks on %d hosts)\n", rank, comm_size(c),
-		       comm_nhosts(c));
-	comm_destroy(c);
+		printf("comm_check: rank %d: ok (%d ranks on %d hosts)\n", rank, slotcomm_size(c),
+		       slotcomm_nhosts(c));
+	slotcomm_destroy(c);
 	return r;
 }

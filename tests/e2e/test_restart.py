@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """Restarts on one node: --max-restarts, --restart-delay, --restart-on, what
 never restarts, the attempt's variables, --log-dir and --error-file across
-attempts, and nccl_worker train resuming after a crash.  (Across nodes:
+attempts, and slotcomm_train resuming after a crash.  (Across nodes:
 test_job_plane.py.)"""
 
 import json
@@ -14,7 +14,7 @@ import time
 from harness import Proc, binary, case, free_port, job_env, pids_with_env, run
 
 SR = binary("slotrun")
-NW = binary("nccl_worker")
+TRAIN = binary("slotcomm_train")
 TMP = tempfile.mkdtemp(prefix="test_restart.")
 
 
@@ -169,9 +169,9 @@ def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
     env = {"SLOTRUN_TIMEOUT": "30"}
     # the loop a job script runs: resume whenever there is a checkpoint
     body = ('[ "$SLOTRUN_RESTART_COUNT" = 0 ] && [ -n "$HOLD" ] && export NCCL_WORKER_TEST_HOLD_AFTER_STEP=$HOLD; '
-            f'exec {NW} train {" ".join(MODEL)} --checkpoint-dir {ck} '
+            f'exec {TRAIN} {" ".join(MODEL)} --checkpoint-dir {ck} '
             f'$([ -e {ck}/train.ckpt ] && echo --resume)')
-    straight = slotrun("--slots", "3", "--master-port", str(free_port()), "--", NW, "train", *MODEL,
+    straight = slotrun("--slots", "3", "--master-port", str(free_port()), "--", TRAIN, *MODEL,
                        "--checkpoint-dir", os.path.join(TMP, "straight"), env=env)
     code, out, err = finish(straight)
     assert code == 0, err
@@ -192,7 +192,7 @@ def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
                          "--restart-delay", "0", "--", "sh", "-c", body,
                          env=dict(env, HOLD="8", CRASH_TAG=tag))) as p:
         p.wait_line("[rank=0] step 8 loss ", timeout=60)
-        victims = pids_with_env("nccl_worker", RANK="1", SLOTRUN_RESTART_COUNT="0", CRASH_TAG=tag)
+        victims = pids_with_env("slotcomm_train", RANK="1", SLOTRUN_RESTART_COUNT="0", CRASH_TAG=tag)
         assert len(victims) == 1, victims
         os.kill(victims[0], signal.SIGKILL)
         code, out, err = finish(p)

@@ -7,7 +7,6 @@
 
 #include "frame.h"
 #include "leak_check.h"
-#include "rendezvous.h"
 
 LEAK_TEST(frame, header_round_trip)
 {
@@ -278,19 +277,19 @@ LEAK_TEST(frame, sealed_payload_binds_secret_label_nonces_and_bytes)
 	memset(a, 1, sizeof(a));
 	memset(b, 2, sizeof(b));
 	memset(p, 'x', sizeof(p));
-	rdv_seal(p, sizeof(p), "s3cret", "label", a, b);
-	cr_assert(rdv_sealed(p, sizeof(p), "s3cret", "label", a, b));
-	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cres", "label", a, b));
-	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "other", a, b));
-	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "label", b, a));
+	frame_seal(p, sizeof(p), "s3cret", "label", a, b);
+	cr_assert(frame_sealed(p, sizeof(p), "s3cret", "label", a, b));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cres", "label", a, b));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "other", a, b));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", b, a));
 	for (size_t i = 0; i < sizeof(p); i++) {
 		memcpy(q, p, sizeof(p));
 		q[i] ^= 0x01;
-		cr_assert_not(rdv_sealed(q, sizeof(q), "s3cret", "label", a, b), "byte %zu", i);
+		cr_assert_not(frame_sealed(q, sizeof(q), "s3cret", "label", a, b), "byte %zu", i);
 	}
-	cr_assert_not(rdv_sealed(p, FRAME_MAC_LEN - 1, "s3cret", "label", a, b));
+	cr_assert_not(frame_sealed(p, FRAME_MAC_LEN - 1, "s3cret", "label", a, b));
 	/* The empty secret is a key too (an unset SLOTRUN_JOB_SECRET). */
-	rdv_seal(p, sizeof(p), "", "label", a, b);
-	cr_assert(rdv_sealed(p, sizeof(p), "", "label", a, b));
-	cr_assert_not(rdv_sealed(p, sizeof(p), "s3cret", "label", a, b));
+	frame_seal(p, sizeof(p), "", "label", a, b);
+	cr_assert(frame_sealed(p, sizeof(p), "", "label", a, b));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", a, b));
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The simulated model of nccl_worker train: the batch split, and the
+/* The simulated model of slotcomm_train: the batch split, and the
  * gradient checked against its own loss (it is that loss's derivative),
  * its independence from how the parameters are blocked, and determinism. */
 #include <criterion/criterion.h>

@@ -20,15 +20,15 @@ static uint32_t next_rand(void)
 	return rng >> 8;
 }
 
-static double ref_op(enum comm_op op, double a, double b)
+static double ref_op(enum slotcomm_op op, double a, double b)
 {
 	switch (op) {
-	case COMM_SUM:
-	case COMM_AVG:
+	case SLOTCOMM_SUM:
+	case SLOTCOMM_AVG:
 		return a + b;
-	case COMM_PROD:
+	case SLOTCOMM_PROD:
 		return a * b;
-	case COMM_MIN:
+	case SLOTCOMM_MIN:
 		return a < b ? a : b;
 	default:
 		return a > b ? a : b;
@@ -37,11 +37,11 @@ static double ref_op(enum comm_op op, double a, double b)
 
 LEAK_TEST(reduce, every_type_and_op_has_a_kernel)
 {
-	for (int t = 0; t < COMM_DTYPE_COUNT; t++)
-		for (int op = 0; op < COMM_OP_COUNT; op++)
-			cr_assert_not_null(reduce_get((enum comm_dtype)t, (enum comm_op)op));
-	cr_assert_null(reduce_get(COMM_DTYPE_COUNT, COMM_SUM));
-	cr_assert_null(reduce_get(COMM_FLOAT32, COMM_OP_COUNT));
+	for (int t = 0; t < SLOTCOMM_DTYPE_COUNT; t++)
+		for (int op = 0; op < SLOTCOMM_OP_COUNT; op++)
+			cr_assert_not_null(reduce_get((enum slotcomm_dtype)t, (enum slotcomm_op)op));
+	cr_assert_null(reduce_get(SLOTCOMM_DTYPE_COUNT, SLOTCOMM_SUM));
+	cr_assert_null(reduce_get(SLOTCOMM_FLOAT32, SLOTCOMM_OP_COUNT));
 }
 
 LEAK_TEST(reduce, float_types_match_the_reference)
@@ -49,7 +49,7 @@ LEAK_TEST(reduce, float_types_match_the_reference)
 	static float fa[LEN], fb[LEN];
 	static double da[LEN], db[LEN];
 
-	for (int op = 0; op < COMM_OP_COUNT; op++) {
+	for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
 		for (size_t n = 0; n <= LEN; n += (n < 40 ? 1 : 333)) {
 			for (size_t i = 0; i < n; i++) {
 				fa[i] = (float)((int)(next_rand() % 2001) - 1000) / 8.0f;
@@ -60,11 +60,11 @@ LEAK_TEST(reduce, float_types_match_the_reference)
 			float fr[LEN];
 			double dr[LEN];
 			for (size_t i = 0; i < n; i++) {
-				fr[i] = (float)ref_op((enum comm_op)op, fa[i], fb[i]);
-				dr[i] = ref_op((enum comm_op)op, da[i], db[i]);
+				fr[i] = (float)ref_op((enum slotcomm_op)op, fa[i], fb[i]);
+				dr[i] = ref_op((enum slotcomm_op)op, da[i], db[i]);
 			}
-			reduce_get(COMM_FLOAT32, (enum comm_op)op)(fa, fb, n);
-			reduce_get(COMM_FLOAT64, (enum comm_op)op)(da, db, n);
+			reduce_get(SLOTCOMM_FLOAT32, (enum slotcomm_op)op)(fa, fb, n);
+			reduce_get(SLOTCOMM_FLOAT64, (enum slotcomm_op)op)(da, db, n);
 			for (size_t i = 0; i < n; i++) {
 				cr_assert_eq(fa[i], fr[i], "float32 op %d n %zu [%zu]", op, n, i);
 				cr_assert_eq(da[i], dr[i], "float64 op %d n %zu [%zu]", op, n, i);
@@ -78,7 +78,7 @@ LEAK_TEST(reduce, integers_match_and_wrap)
 	static int32_t a[LEN], b[LEN], r[LEN];
 	static int64_t la[LEN], lb[LEN], lr[LEN];
 
-	for (int op = 0; op < COMM_OP_COUNT; op++) {
+	for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
 		for (size_t i = 0; i < LEN; i++) {
 			a[i] = (int32_t)next_rand() - (1 << 23);
 			b[i] = (int32_t)(next_rand() % 200) - 100;
@@ -92,16 +92,16 @@ LEAK_TEST(reduce, integers_match_and_wrap)
 			uint64_t ula = (uint64_t)la[i], ulb = (uint64_t)lb[i];
 
 			switch (op) {
-			case COMM_SUM:
-			case COMM_AVG:
+			case SLOTCOMM_SUM:
+			case SLOTCOMM_AVG:
 				r[i] = (int32_t)(ua + ub);
 				lr[i] = (int64_t)(ula + ulb);
 				break;
-			case COMM_PROD:
+			case SLOTCOMM_PROD:
 				r[i] = (int32_t)(ua * ub);
 				lr[i] = (int64_t)(ula * ulb);
 				break;
-			case COMM_MIN:
+			case SLOTCOMM_MIN:
 				r[i] = a[i] < b[i] ? a[i] : b[i];
 				lr[i] = la[i] < lb[i] ? la[i] : lb[i];
 				break;
@@ -110,24 +110,24 @@ LEAK_TEST(reduce, integers_match_and_wrap)
 				lr[i] = la[i] > lb[i] ? la[i] : lb[i];
 			}
 		}
-		reduce_get(COMM_INT32, (enum comm_op)op)(a, b, LEN);
-		reduce_get(COMM_INT64, (enum comm_op)op)(la, lb, LEN);
+		reduce_get(SLOTCOMM_INT32, (enum slotcomm_op)op)(a, b, LEN);
+		reduce_get(SLOTCOMM_INT64, (enum slotcomm_op)op)(la, lb, LEN);
 		cr_assert_eq(memcmp(a, r, sizeof(a)), 0, "int32 op %d", op);
 		cr_assert_eq(memcmp(la, lr, sizeof(la)), 0, "int64 op %d", op);
 	}
 	/* The wrap itself, spelled out. */
 	{
 		int32_t x = INT32_MAX, y = 1;
-		reduce_get(COMM_INT32, COMM_SUM)(&x, &y, 1);
+		reduce_get(SLOTCOMM_INT32, SLOTCOMM_SUM)(&x, &y, 1);
 		cr_assert_eq(x, INT32_MIN);
 	}
 }
 
-static void check_half(enum comm_dtype t, uint16_t (*out)(float), float (*in)(uint16_t))
+static void check_half(enum slotcomm_dtype t, uint16_t (*out)(float), float (*in)(uint16_t))
 {
 	static uint16_t a[LEN], b[LEN], r[LEN];
 
-	for (int op = 0; op < COMM_OP_COUNT; op++) {
+	for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
 		for (size_t n = 0; n <= LEN; n += (n < 40 ? 1 : 333)) {
 			for (size_t i = 0; i < n; i++) {
 				/* random finite values, including subnormals */
@@ -137,9 +137,9 @@ static void check_half(enum comm_dtype t, uint16_t (*out)(float), float (*in)(ui
 				do
 					b[i] = (uint16_t)next_rand();
 				while (isnan(in(b[i])) || isinf(in(b[i])));
-				r[i] = out((float)ref_op((enum comm_op)op, in(a[i]), in(b[i])));
+				r[i] = out((float)ref_op((enum slotcomm_op)op, in(a[i]), in(b[i])));
 			}
-			reduce_get(t, (enum comm_op)op)(a, b, n);
+			reduce_get(t, (enum slotcomm_op)op)(a, b, n);
 			for (size_t i = 0; i < n; i++)
 				cr_assert_eq(a[i], r[i], "type %d op %d n %zu [%zu]: %#x != %#x", t, op, n,
 					     i, a[i], r[i]);
@@ -149,53 +149,53 @@ static void check_half(enum comm_dtype t, uint16_t (*out)(float), float (*in)(ui
 
 LEAK_TEST(reduce, bf16_is_reduced_in_float_and_rounded)
 {
-	check_half(COMM_BF16, reduce_float_to_bf16, reduce_bf16_to_float);
+	check_half(SLOTCOMM_BF16, slotcomm_float_to_bf16, slotcomm_bf16_to_float);
 }
 
 LEAK_TEST(reduce, fp16_is_reduced_in_float_and_rounded)
 {
-	check_half(COMM_FP16, reduce_float_to_fp16, reduce_fp16_to_float);
+	check_half(SLOTCOMM_FP16, slotcomm_float_to_fp16, slotcomm_fp16_to_float);
 }
 
 LEAK_TEST(reduce, bf16_conversion_edges)
 {
-	cr_assert_eq(reduce_float_to_bf16(1.0f), 0x3f80);
-	cr_assert_eq(reduce_float_to_bf16(-2.0f), 0xc000);
-	cr_assert_eq(reduce_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);          /* tie to even */
-	cr_assert_eq(reduce_float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);      /* tie to even, up */
-	cr_assert_eq(reduce_float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
-	cr_assert_eq(reduce_float_to_bf16(INFINITY), 0x7f80);
-	cr_assert_eq(reduce_float_to_bf16(3.4e38f), 0x7f80);                 /* rounds to infinity */
-	cr_assert(isnan(reduce_bf16_to_float(reduce_float_to_bf16(NAN))));
-	cr_assert_eq(reduce_bf16_to_float(0x3f80), 1.0f);
+	cr_assert_eq(slotcomm_float_to_bf16(1.0f), 0x3f80);
+	cr_assert_eq(slotcomm_float_to_bf16(-2.0f), 0xc000);
+	cr_assert_eq(slotcomm_float_to_bf16(1.0f + 0x1p-8f), 0x3f80);          /* tie to even */
+	cr_assert_eq(slotcomm_float_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);      /* tie to even, up */
+	cr_assert_eq(slotcomm_float_to_bf16(1.0f + 0x1p-8f + 0x1p-20f), 0x3f81);
+	cr_assert_eq(slotcomm_float_to_bf16(INFINITY), 0x7f80);
+	cr_assert_eq(slotcomm_float_to_bf16(3.4e38f), 0x7f80);                 /* rounds to infinity */
+	cr_assert(isnan(slotcomm_bf16_to_float(slotcomm_float_to_bf16(NAN))));
+	cr_assert_eq(slotcomm_bf16_to_float(0x3f80), 1.0f);
 	for (uint32_t h = 0; h < 0x10000; h++)
-		if (!isnan(reduce_bf16_to_float((uint16_t)h)))
-			cr_assert_eq(reduce_float_to_bf16(reduce_bf16_to_float((uint16_t)h)), h,
+		if (!isnan(slotcomm_bf16_to_float((uint16_t)h)))
+			cr_assert_eq(slotcomm_float_to_bf16(slotcomm_bf16_to_float((uint16_t)h)), h,
 				     "%#x", h);
 }
 
 LEAK_TEST(reduce, fp16_conversion_edges)
 {
-	cr_assert_eq(reduce_float_to_fp16(1.0f), 0x3c00);
-	cr_assert_eq(reduce_float_to_fp16(-0.0f), 0x8000);
-	cr_assert_eq(reduce_float_to_fp16(65504.0f), 0x7bff);
-	cr_assert_eq(reduce_float_to_fp16(65519.0f), 0x7bff);
-	cr_assert_eq(reduce_float_to_fp16(65520.0f), 0x7c00);  /* tie to even: infinity */
-	cr_assert_eq(reduce_float_to_fp16(1e6f), 0x7c00);
-	cr_assert_eq(reduce_float_to_fp16(0x1p-24f), 0x0001);   /* smallest subnormal */
-	cr_assert_eq(reduce_float_to_fp16(0x1p-25f), 0x0000);   /* tie to even: zero */
-	cr_assert_eq(reduce_float_to_fp16(3 * 0x1p-26f), 0x0001);
-	cr_assert_eq(reduce_float_to_fp16(0x1p-14f), 0x0400);   /* smallest normal */
-	cr_assert_eq(reduce_float_to_fp16(1.0f + 0x1p-11f), 0x3c00);
-	cr_assert_eq(reduce_float_to_fp16(1.0f + 3 * 0x1p-11f), 0x3c02);
-	cr_assert_eq(reduce_float_to_fp16(INFINITY), 0x7c00);
-	cr_assert_eq(reduce_float_to_fp16(-INFINITY), 0xfc00);
-	cr_assert(isnan(reduce_fp16_to_float(reduce_float_to_fp16(NAN))));
-	cr_assert_eq(reduce_fp16_to_float(0x0001), 0x1p-24f);
-	cr_assert_eq(reduce_fp16_to_float(0xfbff), -65504.0f);
+	cr_assert_eq(slotcomm_float_to_fp16(1.0f), 0x3c00);
+	cr_assert_eq(slotcomm_float_to_fp16(-0.0f), 0x8000);
+	cr_assert_eq(slotcomm_float_to_fp16(65504.0f), 0x7bff);
+	cr_assert_eq(slotcomm_float_to_fp16(65519.0f), 0x7bff);
+	cr_assert_eq(slotcomm_float_to_fp16(65520.0f), 0x7c00);  /* tie to even: infinity */
+	cr_assert_eq(slotcomm_float_to_fp16(1e6f), 0x7c00);
+	cr_assert_eq(slotcomm_float_to_fp16(0x1p-24f), 0x0001);   /* smallest subnormal */
+	cr_assert_eq(slotcomm_float_to_fp16(0x1p-25f), 0x0000);   /* tie to even: zero */
+	cr_assert_eq(slotcomm_float_to_fp16(3 * 0x1p-26f), 0x0001);
+	cr_assert_eq(slotcomm_float_to_fp16(0x1p-14f), 0x0400);   /* smallest normal */
+	cr_assert_eq(slotcomm_float_to_fp16(1.0f + 0x1p-11f), 0x3c00);
+	cr_assert_eq(slotcomm_float_to_fp16(1.0f + 3 * 0x1p-11f), 0x3c02);
+	cr_assert_eq(slotcomm_float_to_fp16(INFINITY), 0x7c00);
+	cr_assert_eq(slotcomm_float_to_fp16(-INFINITY), 0xfc00);
+	cr_assert(isnan(slotcomm_fp16_to_float(slotcomm_float_to_fp16(NAN))));
+	cr_assert_eq(slotcomm_fp16_to_float(0x0001), 0x1p-24f);
+	cr_assert_eq(slotcomm_fp16_to_float(0xfbff), -65504.0f);
 	for (uint32_t h = 0; h < 0x10000; h++)
-		if (!isnan(reduce_fp16_to_float((uint16_t)h)))
-			cr_assert_eq(reduce_float_to_fp16(reduce_fp16_to_float((uint16_t)h)), h,
+		if (!isnan(slotcomm_fp16_to_float((uint16_t)h)))
+			cr_assert_eq(slotcomm_float_to_fp16(slotcomm_fp16_to_float((uint16_t)h)), h,
 				     "%#x", h);
 }
 
@@ -205,20 +205,20 @@ LEAK_TEST(reduce, avg_divides_and_integers_truncate_toward_zero)
 	int64_t l[2] = { -9, 10 };
 	float f[2] = { 3.0f, -1.0f };
 	double d[1] = { 1.0 };
-	uint16_t b[1] = { reduce_float_to_bf16(6.0f) }, h[1] = { reduce_float_to_fp16(5.0f) };
+	uint16_t b[1] = { slotcomm_float_to_bf16(6.0f) }, h[1] = { slotcomm_float_to_fp16(5.0f) };
 
-	reduce_avg_finish(i, 3, COMM_INT32, 2);
+	reduce_avg_finish(i, 3, SLOTCOMM_INT32, 2);
 	cr_assert(i[0] == -3 && i[1] == 3 && i[2] == 4);
-	reduce_avg_finish(l, 2, COMM_INT64, 4);
+	reduce_avg_finish(l, 2, SLOTCOMM_INT64, 4);
 	cr_assert(l[0] == -2 && l[1] == 2);
-	reduce_avg_finish(f, 2, COMM_FLOAT32, 2);
+	reduce_avg_finish(f, 2, SLOTCOMM_FLOAT32, 2);
 	cr_assert(f[0] == 1.5f && f[1] == -0.5f);
-	reduce_avg_finish(d, 1, COMM_FLOAT64, 3);
+	reduce_avg_finish(d, 1, SLOTCOMM_FLOAT64, 3);
 	cr_assert_eq(d[0], 1.0 / 3.0);
-	reduce_avg_finish(b, 1, COMM_BF16, 4);
-	cr_assert_eq(reduce_bf16_to_float(b[0]), 1.5f);
-	reduce_avg_finish(h, 1, COMM_FP16, 2);
-	cr_assert_eq(reduce_fp16_to_float(h[0]), 2.5f);
+	reduce_avg_finish(b, 1, SLOTCOMM_BF16, 4);
+	cr_assert_eq(slotcomm_bf16_to_float(b[0]), 1.5f);
+	reduce_avg_finish(h, 1, SLOTCOMM_FP16, 2);
+	cr_assert_eq(slotcomm_fp16_to_float(h[0]), 2.5f);
 }
 
 /* The out-of-place kernels compute what the in-place ones do, bit for bit,
@@ -228,13 +228,13 @@ LEAK_TEST(reduce, out_of_place_kernels_match_in_place_ones)
 {
 	static uint8_t a[LEN * 8], b[LEN * 8], in_place[LEN * 8], out[LEN * 8 + 8];
 
-	cr_assert_null(reduce2_get(COMM_DTYPE_COUNT, COMM_SUM));
-	cr_assert_null(reduce2_get(COMM_FLOAT32, COMM_OP_COUNT));
-	for (int t = 0; t < COMM_DTYPE_COUNT; t++) {
-		size_t es = comm_dtype_size((enum comm_dtype)t);
+	cr_assert_null(reduce2_get(SLOTCOMM_DTYPE_COUNT, SLOTCOMM_SUM));
+	cr_assert_null(reduce2_get(SLOTCOMM_FLOAT32, SLOTCOMM_OP_COUNT));
+	for (int t = 0; t < SLOTCOMM_DTYPE_COUNT; t++) {
+		size_t es = slotcomm_dtype_size((enum slotcomm_dtype)t);
 
-		for (int op = 0; op < COMM_OP_COUNT; op++) {
-			reduce2_fn f2 = reduce2_get((enum comm_dtype)t, (enum comm_op)op);
+		for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
+			reduce2_fn f2 = reduce2_get((enum slotcomm_dtype)t, (enum slotcomm_op)op);
 
 			cr_assert_not_null(f2);
 			for (size_t n = 0; n <= LEN; n += (n < 40 ? 1 : 333)) {
@@ -243,7 +243,7 @@ LEAK_TEST(reduce, out_of_place_kernels_match_in_place_ones)
 					b[i] = (uint8_t)next_rand();
 				}
 				memcpy(in_place, a, n * es);
-				reduce_get((enum comm_dtype)t, (enum comm_op)op)(in_place, b, n);
+				reduce_get((enum slotcomm_dtype)t, (enum slotcomm_op)op)(in_place, b, n);
 				memset(out, 0xa5, n * es + 8);
 				f2(out, a, b, n);
 				cr_assert(memcmp(out, in_place, n * es) == 0, "type %d op %d n %zu", t,

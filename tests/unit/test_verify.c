@@ -19,24 +19,24 @@ LEAK_TEST(verify, expected_values_match_a_sequential_reduction)
 	static uint8_t acc[COUNT * 8], in[COUNT * 8];
 
 	for (int n = 1; n <= 9; n++) {
-		for (int t = 0; t < COMM_DTYPE_COUNT; t++) {
-			for (int op = 0; op < COMM_OP_COUNT; op++) {
+		for (int t = 0; t < SLOTCOMM_DTYPE_COUNT; t++) {
+			for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
 				struct verify_table exp;
 				uint64_t first;
 				double got, want, wrong;
 
-				verify_fill(acc, COUNT, (enum comm_dtype)t, (enum comm_op)op, 0);
+				verify_fill(acc, COUNT, (enum slotcomm_dtype)t, (enum slotcomm_op)op, 0);
 				for (int r = 1; r < n; r++) {
-					verify_fill(in, COUNT, (enum comm_dtype)t, (enum comm_op)op, r);
-					reduce_get((enum comm_dtype)t, (enum comm_op)op)(acc, in, COUNT);
+					verify_fill(in, COUNT, (enum slotcomm_dtype)t, (enum slotcomm_op)op, r);
+					reduce_get((enum slotcomm_dtype)t, (enum slotcomm_op)op)(acc, in, COUNT);
 				}
-				if (op == COMM_AVG)
-					reduce_avg_finish(acc, COUNT, (enum comm_dtype)t, n);
-				verify_expect(&exp, (enum comm_dtype)t, (enum comm_op)op, n);
+				if (op == SLOTCOMM_AVG)
+					reduce_avg_finish(acc, COUNT, (enum slotcomm_dtype)t, n);
+				verify_expect(&exp, (enum slotcomm_dtype)t, (enum slotcomm_op)op, n);
 				wrong = (double)verify_check(acc, COUNT, &exp, &first, &got, &want);
 				cr_assert_eq(wrong, 0, "n=%d %s %s: first wrong at %lu: got %g want %g", n,
-					     comm_dtype_name((enum comm_dtype)t),
-					     comm_op_name((enum comm_op)op), (unsigned long)first, got, want);
+					     slotcomm_dtype_name((enum slotcomm_dtype)t),
+					     slotcomm_op_name((enum slotcomm_op)op), (unsigned long)first, got, want);
 			}
 		}
 	}
@@ -49,8 +49,8 @@ LEAK_TEST(verify, wrong_elements_are_counted_and_located)
 	uint64_t first = 0;
 	double got, want;
 
-	verify_fill(buf, 100, COMM_FLOAT32, COMM_SUM, 0);
-	verify_expect(&exp, COMM_FLOAT32, COMM_SUM, 1);
+	verify_fill(buf, 100, SLOTCOMM_FLOAT32, SLOTCOMM_SUM, 0);
+	verify_expect(&exp, SLOTCOMM_FLOAT32, SLOTCOMM_SUM, 1);
 	cr_assert_eq(verify_check(buf, 100, &exp, &first, &got, &want), 0);
 	buf[17] += 1.0f;
 	buf[50] = 0.0f / 0.0f;
@@ -58,7 +58,7 @@ LEAK_TEST(verify, wrong_elements_are_counted_and_located)
 	cr_assert_eq(first, 17);
 	cr_assert_eq(got, want + 1.0);
 	/* within tolerance is right */
-	verify_fill(buf, 100, COMM_FLOAT32, COMM_SUM, 0);
+	verify_fill(buf, 100, SLOTCOMM_FLOAT32, SLOTCOMM_SUM, 0);
 	buf[3] *= 1.0f + 1e-7f;
 	cr_assert_eq(verify_check(buf, 100, &exp, &first, &got, &want), 0);
 }
@@ -68,8 +68,8 @@ LEAK_TEST(verify, inputs_differ_between_ranks_and_elements)
 	int differ = 0;
 
 	for (unsigned h = 0; h < 16; h++) {
-		cr_assert(verify_input(COMM_SUM, 0, h) >= -4 && verify_input(COMM_SUM, 0, h) <= 4);
-		differ += verify_input(COMM_SUM, 0, h) != verify_input(COMM_SUM, 1, h);
+		cr_assert(verify_input(SLOTCOMM_SUM, 0, h) >= -4 && verify_input(SLOTCOMM_SUM, 0, h) <= 4);
+		differ += verify_input(SLOTCOMM_SUM, 0, h) != verify_input(SLOTCOMM_SUM, 1, h);
 	}
 	cr_assert_gt(differ, 8);
 	differ = 0;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The simulated model of `nccl_worker train`: pure functions of their
+/* The simulated model of `slotcomm_train`: pure functions of their
  * arguments, with no I/O, no clock and no global state, so that every rank
  * computes the same bits from the same inputs and a resumed run repeats an
  * uninterrupted one exactly.

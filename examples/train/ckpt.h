@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The checkpoint of `nccl_worker train`: what the chief writes when the
+/* The checkpoint of `slotcomm_train`: what the chief writes when the
  * job is preempted (and at the end), and what --resume reads back.
  *
  * Layout, all integers little-endian:

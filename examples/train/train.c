@@ -9,8 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <slotcomm/slotcomm.h>
+
 #include "ckpt.h"
-#include "comm.h"
+#include "clock.h"
 #include "half.h"
 #include "io.h"
 #include "model.h"
@@ -25,7 +27,7 @@ static void on_stop(int sig)
 
 struct trainer {
 	const struct train_opts *o;
-	struct comm *c;
+	struct slotcomm *c;
 	int rank, size;
 	struct model_split split;
 	size_t n;                 /* parameters */
@@ -38,18 +40,10 @@ struct trainer {
 	double comm_s, reduce_s;  /* time in every collective; in the all-reduces */
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Says why the communicator failed; returns the exit status. */
 static int comm_failed(const struct trainer *t, const char *during)
 {
-	fprintf(stderr, "nccl_worker: rank %d: %s: %s\n", t->rank, during, comm_error(t->c));
+	fprintf(stderr, "slotcomm_train: rank %d: %s: %s\n", t->rank, during, slotcomm_error(t->c));
 	return 1;
 }
 
@@ -62,7 +56,7 @@ static int comm_failed(const struct trainer *t, const char *during)
  * With fp16 the mean is rounded to fp16 (to nearest even) and the sum
  * happens in fp16: the ring adds in float and rounds to fp16 at every hop.
  * The division by the world size comes after unpacking, in float32: one
- * fp16 rounding fewer than COMM_AVG, whose fp16 division also costs more
+ * fp16 rounding fewer than SLOTCOMM_AVG, whose fp16 division also costs more
  * than the sum (measured: 1 MiB elements over 2 ranks, 3.3 ms with avg,
  * 1.4 ms with sum).  Each rounding is off by at most 2^-11 relative, so
  * the result is within about n * 2^-11 relative of the float32 mean when
@@ -78,12 +72,12 @@ static int exchange(struct trainer *t)
 	model_mean(t->grad, t->acc, t->n, t->acc_count);
 	if (t->o->fp16)
 		half_pack(t->half, t->grad, t->n);
-	t0 = now_s();
+	t0 = clock_mono();
 	if (t->o->fp16)
-		r = comm_allreduce(t->c, t->half, t->n, COMM_FP16, COMM_SUM);
+		r = slotcomm_allreduce(t->c, t->half, t->n, SLOTCOMM_FP16, SLOTCOMM_SUM);
 	else
-		r = comm_allreduce(t->c, t->grad, t->n, COMM_FLOAT32, COMM_AVG);
-	t0 = now_s() - t0;
+		r = slotcomm_allreduce(t->c, t->grad, t->n, SLOTCOMM_FLOAT32, SLOTCOMM_AVG);
+	t0 = clock_mono() - t0;
 	t->comm_s += t0;
 	t->reduce_s += t0;
 	if (r < 0)
@@ -104,10 +98,10 @@ static int exchange(struct trainer *t)
 static int report(struct trainer *t, double loss)
 {
 	if (t->o->average_metrics) {
-		double t0 = now_s(), sum = 0;
-		int r = comm_gather(t->c, &loss, sizeof(loss), t->losses);
+		double t0 = clock_mono(), sum = 0;
+		int r = slotcomm_gather(t->c, &loss, sizeof(loss), t->losses);
 
-		t->comm_s += now_s() - t0;
+		t->comm_s += clock_mono() - t0;
 		if (r < 0)
 			return r;
 		if (t->rank == 0) {
@@ -130,7 +124,7 @@ static int report(struct trainer *t, double loss)
  * and no sleep. */
 static void hold(const struct trainer *t)
 {
-	double deadline = now_s() + comm_timeout_s(t->c) / 2;
+	double deadline = clock_mono() + slotcomm_timeout_s(t->c) / 2;
 	sigset_t block, old;
 
 	sigemptyset(&block);
@@ -138,13 +132,12 @@ static void hold(const struct trainer *t)
 	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	while (!stop_asked) {
-		double left = deadline - now_s();
+		double left = deadline - clock_mono();
 		struct timespec ts;
 
 		if (left <= 0)
 			break;
-		ts.tv_sec = (time_t)left;
-		ts.tv_nsec = (long)((left - (double)ts.tv_sec) * 1e9);
+		ts = clock_ts(left);
 		ppoll(NULL, 0, &ts, &old);  /* the signals are let in only here */
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -172,13 +165,13 @@ static int save(const struct trainer *t, const float *accs)
 	uint8_t *buf = malloc(len);
 
 	if (!buf) {
-		fprintf(stderr, "nccl_worker: rank 0: cannot allocate %zu bytes for the checkpoint\n",
+		fprintf(stderr, "slotcomm_train: rank 0: cannot allocate %zu bytes for the checkpoint\n",
 			len);
 		return 1;
 	}
 	if (ckpt_encode(&s, t->params, accs, buf, len, err, sizeof(err)) < 0 ||
 	    ckpt_write_file(t->o->ckpt_dir, buf, len, err, sizeof(err)) < 0) {
-		fprintf(stderr, "nccl_worker: rank 0: checkpoint: %s\n", err);
+		fprintf(stderr, "slotcomm_train: rank 0: checkpoint: %s\n", err);
 		free(buf);
 		return 1;
 	}
@@ -196,17 +189,17 @@ static int checkpoint(struct trainer *t)
 	int status;
 
 	if (t->acc_count) {
-		double t0 = now_s();
+		double t0 = clock_mono();
 		int r;
 
 		if (t->rank == 0 && !(accs = calloc((size_t)t->size * t->n, sizeof(float)))) {
-			fprintf(stderr, "nccl_worker: rank 0: cannot allocate %zu accumulators of "
+			fprintf(stderr, "slotcomm_train: rank 0: cannot allocate %zu accumulators of "
 				"%zu bytes for the checkpoint\n", (size_t)t->size,
 				t->n * sizeof(float));
 			return 1;  /* the others then fail in the gather, naming rank 0 */
 		}
-		r = comm_gather(t->c, t->acc, t->n * sizeof(float), accs);
-		t->comm_s += now_s() - t0;
+		r = slotcomm_gather(t->c, t->acc, t->n * sizeof(float), accs);
+		t->comm_s += clock_mono() - t0;
 		if (r < 0) {
 			free(accs);
 			return comm_failed(t, "checkpoint");
@@ -231,7 +224,7 @@ static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s)
 
 	largest.acc_count = 1;
 	if (ckpt_read_file(o->ckpt_dir, ckpt_size(&largest), buf, &len, err, sizeof(err)) < 0) {
-		fprintf(stderr, "nccl_worker: rank 0: %s\n", err);
+		fprintf(stderr, "slotcomm_train: rank 0: %s\n", err);
 		return 1;
 	}
 	if (ckpt_decode(*buf, len, s, err, sizeof(err)) < 0)
@@ -244,7 +237,7 @@ static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s)
 		status = TRAIN_EXIT_USAGE;
 	}
 	if (status) {
-		fprintf(stderr, "nccl_worker: rank 0: cannot resume from %s/%s: %s\n", o->ckpt_dir,
+		fprintf(stderr, "slotcomm_train: rank 0: cannot resume from %s/%s: %s\n", o->ckpt_dir,
 			CKPT_FILE, err);
 		free(*buf);
 		*buf = NULL;
@@ -271,10 +264,10 @@ static int resume(struct trainer *t)
 		m.step = m.status ? 0 : s.step;
 		m.acc_count = m.status ? 0 : s.acc_count;
 	}
-	t0 = now_s();
-	r = comm_broadcast(t->c, &m, sizeof(m));
+	t0 = clock_mono();
+	r = slotcomm_broadcast(t->c, &m, sizeof(m));
 	if (r == 0 && m.status == 0)
-		r = comm_broadcast(t->c, t->params, bytes);
+		r = slotcomm_broadcast(t->c, t->params, bytes);
 	/* Rank i's accumulator: into acc on rank i, into the scratch grad
 	 * elsewhere. */
 	for (int i = 0; r == 0 && m.status == 0 && m.acc_count && i < t->size; i++) {
@@ -282,9 +275,9 @@ static int resume(struct trainer *t)
 
 		if (t->rank == 0)
 			ckpt_acc(buf, &s, (uint32_t)i, dst);
-		r = comm_broadcast(t->c, dst, bytes);
+		r = slotcomm_broadcast(t->c, dst, bytes);
 	}
-	t->comm_s += now_s() - t0;
+	t->comm_s += clock_mono() - t0;
 	free(buf);
 	if (r < 0)
 		return comm_failed(t, "resume");
@@ -319,7 +312,7 @@ static void print_start(const struct trainer *t)
 	       (unsigned long long)o->seed);
 	fflush(stdout);
 	if (t->split.dropped)
-		fprintf(stderr, "nccl_worker: warning: global batch %llu does not divide over %d "
+		fprintf(stderr, "slotcomm_train: warning: global batch %llu does not divide over %d "
 			"slots: %llu sample%s of every step dropped\n",
 			(unsigned long long)o->global_batch, t->size,
 			(unsigned long long)t->split.dropped, t->split.dropped == 1 ? "" : "s");
@@ -344,22 +337,22 @@ static void print_comm(const struct trainer *t, double total)
 static int final(struct trainer *t)
 {
 	uint64_t mine = model_checksum(t->params, t->n), *all = NULL;
-	double t0 = now_s();
+	double t0 = clock_mono();
 	int r, status = 0;
 
 	if (t->rank == 0 && !(all = calloc((size_t)t->size, sizeof(*all)))) {
-		fprintf(stderr, "nccl_worker: rank 0: out of memory\n");
+		fprintf(stderr, "slotcomm_train: rank 0: out of memory\n");
 		return 1;  /* the others then fail in the gather, naming rank 0 */
 	}
-	r = comm_gather(t->c, &mine, sizeof(mine), all);
-	t->comm_s += now_s() - t0;
+	r = slotcomm_gather(t->c, &mine, sizeof(mine), all);
+	t->comm_s += clock_mono() - t0;
 	if (r < 0) {
 		free(all);
 		return comm_failed(t, "final checksum");
 	}
 	for (int i = 1; t->rank == 0 && i < t->size; i++) {
 		if (all[i] != mine) {
-			fprintf(stderr, "nccl_worker: rank 0: rank %d's parameters differ from rank "
+			fprintf(stderr, "slotcomm_train: rank 0: rank %d's parameters differ from rank "
 				"0's (checksum %016llx, rank 0 %016llx)\n", i,
 				(unsigned long long)all[i], (unsigned long long)mine);
 			status = 1;
@@ -404,9 +397,9 @@ static int loop(struct trainer *t)
 			hold(t);
 		if (t->step == o->steps)
 			break;
-		t0 = now_s();
-		r = comm_should_preempt(t->c, stop_asked != 0, &stop);
-		t->comm_s += now_s() - t0;
+		t0 = clock_mono();
+		r = slotcomm_should_preempt(t->c, stop_asked != 0, &stop);
+		t->comm_s += clock_mono() - t0;
 		if (r < 0)
 			return comm_failed(t, "should_preempt");
 		if (stop) {
@@ -422,9 +415,9 @@ static int loop(struct trainer *t)
 	return final(t);
 }
 
-static int run(struct trainer *t, const struct comm_config *cfg)
+static int run(struct trainer *t, const struct slotcomm_config *cfg)
 {
-	char err[COMM_ERR_MAX];
+	char err[SLOTCOMM_ERR_MAX];
 	double t0;
 	int status;
 
@@ -436,16 +429,16 @@ static int run(struct trainer *t, const struct comm_config *cfg)
 	t->losses = t->rank == 0 ? calloc((size_t)t->size, sizeof(double)) : NULL;
 	if (!t->params || !t->target || !t->acc || !t->grad || (t->o->fp16 && !t->half) ||
 	    (t->rank == 0 && !t->losses)) {
-		fprintf(stderr, "nccl_worker: rank %d: cannot allocate the model (%llu bytes each)\n",
+		fprintf(stderr, "slotcomm_train: rank %d: cannot allocate the model (%llu bytes each)\n",
 			t->rank, (unsigned long long)t->o->grad_bytes);
 		return 1;
 	}
 	model_init(t->params, t->target, t->n, t->o->seed);
-	if (comm_init(&t->c, cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "nccl_worker: rank %d: %s\n", t->rank, err);
+	if (slotcomm_init(&t->c, cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "slotcomm_train: rank %d: %s\n", t->rank, err);
 		return 1;
 	}
-	t0 = now_s();
+	t0 = clock_mono();
 	print_start(t);
 	status = t->o->resume ? resume(t) : 0;
 	if (status < 0)
@@ -453,7 +446,7 @@ static int run(struct trainer *t, const struct comm_config *cfg)
 	if (status == 0)
 		status = loop(t);
 	if (status == 0)
-		print_comm(t, now_s() - t0);
+		print_comm(t, clock_mono() - t0);
 	return status;
 }
 
@@ -461,8 +454,8 @@ int train_main(const struct train_opts *o)
 {
 	struct sigaction sa = { .sa_handler = on_stop };
 	struct trainer t = { .o = o, .n = (size_t)(o->grad_bytes / 4) };
-	struct comm_config cfg;
-	char err[COMM_ERR_MAX];
+	struct slotcomm_config cfg;
+	char err[SLOTCOMM_ERR_MAX];
 	int status;
 
 	/* SIGTERM (what slotrun forwards when it is stopped) and SIGUSR1 (its
@@ -472,25 +465,25 @@ int train_main(const struct train_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
 
-	if (comm_config_from_env(&cfg, err, sizeof(err)) < 0) {
-		fprintf(stderr, "nccl_worker: %s\n", err);
+	if (slotcomm_config_from_env(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "slotcomm_train: %s\n", err);
 		return TRAIN_EXIT_USAGE;
 	}
 	t.rank = cfg.rank;
 	t.size = cfg.size;
 	if (model_split(o->global_batch, (uint64_t)cfg.size, &t.split) == -ERANGE) {
-		fprintf(stderr, "nccl_worker: WORLD_SIZE=%d: nccl_worker train runs at most %u "
+		fprintf(stderr, "slotcomm_train: WORLD_SIZE=%d: slotcomm_train runs at most %u "
 			"ranks\n", cfg.size, MODEL_MAX_WORLD);
 		return TRAIN_EXIT_USAGE;
 	}
 	if (t.split.per_slot == 0) {
-		fprintf(stderr, "nccl_worker: --global-batch-size %llu is smaller than the world "
+		fprintf(stderr, "slotcomm_train: --global-batch-size %llu is smaller than the world "
 			"size %d: every slot needs at least one sample\n",
 			(unsigned long long)o->global_batch, cfg.size);
 		return TRAIN_EXIT_USAGE;
 	}
 	status = run(&t, &cfg);
-	comm_destroy(t.c);
+	slotcomm_destroy(t.c);
 	free(t.params);
 	free(t.target);
 	free(t.acc);

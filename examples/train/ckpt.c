@@ -166,14 +166,14 @@ int ckpt_decode(const uint8_t *buf, size_t len, struct ckpt_state *s, char *err,
 		return -EBADMSG;
 	}
 	if (memcmp(buf, CKPT_MAGIC, 8) != 0) {
-		snprintf(err, errlen, "not a checkpoint of nccl_worker train (no \"%s\" magic)",
+		snprintf(err, errlen, "not a checkpoint of slotcomm_train (no \"%s\" magic)",
 			 CKPT_MAGIC);
 		return -EBADMSG;
 	}
 	version = get32(buf + 8);
 	hdr_len = get32(buf + 12);
 	if (version != CKPT_VERSION) {
-		snprintf(err, errlen, "version %u, this nccl_worker reads version %u", version,
+		snprintf(err, errlen, "version %u, this slotcomm_train reads version %u", version,
 			 CKPT_VERSION);
 		return -EBADMSG;
 	}

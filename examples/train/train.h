@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* `nccl_worker train`: a deterministic simulated training loop on the comm
+/* `slotcomm_train`: a deterministic simulated training loop on the comm
  * library, run by every rank of the job described by the worker
- * environment (comm.h), with Determined's semantics:
+ * environment (<slotcomm/slotcomm.h>), with Determined's semantics:
  *
  *  - the global batch is split over the ranks (global // world per slot,
  *    the remainder dropped, and said);
@@ -11,7 +11,7 @@
  *    ranks), as float32 or compressed to fp16, and applied;
  *  - only rank 0 prints metrics, the mean of every rank's loss (a gather)
  *    unless average_metrics is off;
- *  - every step all ranks call comm_should_preempt with "got SIGTERM or
+ *  - every step all ranks call slotcomm_should_preempt with "got SIGTERM or
  *    SIGUSR1"; when any rank got one, all stop after that same step, print
  *    "preempted at step S", rank 0 writes the checkpoint (ckpt.h) and all
  *    exit 0;
@@ -24,8 +24,8 @@
  * ends with the same parameters, bit for bit, as one never interrupted: the
  * aggregation state (the accumulator and its step count) is part of the
  * checkpoint, so a preemption need not fall on an exchange. */
-#ifndef SLOTRUN_TRAIN_H
-#define SLOTRUN_TRAIN_H
+#ifndef SLOTCOMM_TRAIN_TRAIN_H
+#define SLOTCOMM_TRAIN_TRAIN_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/* slotcomm_train --steps N --grad-bytes B --global-batch-size G ...
+ *
+ * An example program on the slotcomm library: a deterministic simulated
+ * data-parallel training loop (train.h).  It uses the library only through
+ * its public headers, <slotcomm/...>, as a trainer outside the tree would. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io.h"
+#include "model.h"
+#include "train.h"
+
+/* Errors are one line: every rank prints them into one log. */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("slotcomm_train: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs(" (see slotcomm_train --help)\n", stderr);
+	return TRAIN_EXIT_USAGE;
+}
+
+/* "4096", "4K", "64M" (binary multiples, case-insensitive): 0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (tolower((unsigned char)*end)) {
+	case '\0':
+		break;
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case 'm':
+		shift = 20;
+		end++;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static const char train_usage[] =
+	"Usage: slotcomm_train --steps N --grad-bytes B --global-batch-size G\n"
+	"                      [--aggregation-frequency K] [--fp16-compress]\n"
+	"                      [--no-average-metrics] --checkpoint-dir DIR [--resume] [--seed S]\n"
+	"\n"
+	"A deterministic simulated data-parallel training loop, run as one rank of a job\n"
+	"(the worker environment of the slotcomm library; slotrun sets it).  Every rank\n"
+	"computes the gradient of its per-slot batch (global // ranks, the rest dropped)\n"
+	"on B bytes of float32 parameters drawn from the seed; every K steps, and at the\n"
+	"last, the mean gradient is all-reduced (averaged over the ranks) and applied.\n"
+	"Rank 0 prints the split, 'step S loss L' each step, 'final step=N checksum=HEX'\n"
+	"and the time spent communicating.\n"
+	"\n"
+	"  --steps N                   steps to run (from 1)\n"
+	"  --grad-bytes B              parameter bytes, a multiple of 4; K, M suffixes (<= 256M)\n"
+	"  --global-batch-size G       samples per step over all ranks (>= the world size)\n"
+	"  --aggregation-frequency K   steps per gradient exchange                    [1]\n"
+	"  --fp16-compress             all-reduce the gradient as fp16 (summed in fp16)\n"
+	"  --no-average-metrics        print rank 0's loss, not the mean over the ranks\n"
+	"  --checkpoint-dir DIR        rank 0 writes DIR/train.ckpt when preempted and at\n"
+	"                              the end\n"
+	"  --resume                    continue from DIR/train.ckpt (same configuration)\n"
+	"  --seed S                    the model's and the data's seed                [0]\n"
+	"  -h, --help                  this help\n"
+	"\n"
+	"SIGTERM or SIGUSR1 to any rank (slotrun forwards both) stops every rank after the\n"
+	"same step: each prints 'preempted at step S', rank 0 writes the checkpoint, all\n"
+	"exit 0.  A resumed run ends with the same checksum as one never interrupted.\n"
+	"Exit status: 0 finished or preempted; 1 a failure, or a missing or damaged\n"
+	"checkpoint; 2 bad flags or environment, or a checkpoint of another configuration.\n";
+
+/* What getopt_long's ':' (a missing value) or '?' (an unknown option) was
+ * about. */
+static int option_error(int ch, char **argv)
+{
+	if (ch == ':')
+		return usage_error("option '%s' needs a value", argv[optind - 1]);
+	return usage_error("unknown option '%s'", argv[optind - 1]);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_RESUME, O_SEED };
+	static const struct option longopts[] = {
+		{ "steps", required_argument, NULL, O_STEPS },
+		{ "grad-bytes", required_argument, NULL, O_GRAD },
+		{ "global-batch-size", required_argument, NULL, O_BATCH },
+		{ "aggregation-frequency", required_argument, NULL, O_AGG },
+		{ "fp16-compress", no_argument, NULL, O_FP16 },
+		{ "no-average-metrics", no_argument, NULL, O_NOAVG },
+		{ "checkpoint-dir", required_argument, NULL, O_DIR },
+		{ "resume", no_argument, NULL, O_RESUME },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct train_opts o = { .agg_freq = 1, .average_metrics = true };
+	long v;
+	int ch;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+		switch (ch) {
+		case O_STEPS:
+			if (io_parse_long(optarg, 1, MODEL_MAX_STEPS, &v) < 0)
+				return usage_error("--steps '%s': expected a count from 1 to %u",
+							 optarg, MODEL_MAX_STEPS);
+			o.steps = (uint64_t)v;
+			break;
+		case O_GRAD:
+			if (parse_size(optarg, &o.grad_bytes) < 0 || o.grad_bytes < 4 ||
+			    o.grad_bytes % 4 || o.grad_bytes > MODEL_MAX_GRAD_BYTES)
+				return usage_error("--grad-bytes '%s': expected a multiple of 4 "
+							 "from 4 to 256M", optarg);
+			break;
+		case O_BATCH:
+			if (io_parse_long(optarg, 1, MODEL_MAX_BATCH, &v) < 0)
+				return usage_error("--global-batch-size '%s': expected a count "
+							 "from 1 to %u", optarg, MODEL_MAX_BATCH);
+			o.global_batch = (uint64_t)v;
+			break;
+		case O_AGG:
+			if (io_parse_long(optarg, 1, MODEL_MAX_AGG, &v) < 0)
+				return usage_error("--aggregation-frequency '%s': expected a count "
+							 "from 1 to %u", optarg, MODEL_MAX_AGG);
+			o.agg_freq = (uint32_t)v;
+			break;
+		case O_FP16:
+			o.fp16 = true;
+			break;
+		case O_NOAVG:
+			o.average_metrics = false;
+			break;
+		case O_DIR:
+			if (!*optarg)
+				return usage_error("--checkpoint-dir: expected a folder");
+			o.ckpt_dir = optarg;
+			break;
+		case O_RESUME:
+			o.resume = true;
+			break;
+		case O_SEED:
+			if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
+				return usage_error("--seed '%s': expected a number from 0", optarg);
+			o.seed = (uint64_t)v;
+			break;
+		case 'h':
+			fputs(train_usage, stdout);
+			return 0;
+		default:
+			return option_error(ch, argv);
+		}
+	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (!o.steps)
+		return usage_error("--steps is required");
+	if (!o.grad_bytes)
+		return usage_error("--grad-bytes is required");
+	if (!o.global_batch)
+		return usage_error("--global-batch-size is required");
+	if (!o.ckpt_dir)
+		return usage_error("--checkpoint-dir is required");
+	return train_main(&o);
+}
+
