@@ -370,7 +370,7 @@ static int make_log_dir(struct launch *l)
 /* --no-wrap still runs COMMAND under wrap_rank, with --no-prefix: no
  * prefix and no pipe of its own (COMMAND writes into slotrun's pipes), only
  * its guard, without which what COMMAND starts would outlive a slotrun
- * killed with SIGKILL (README, "Containment").  Without a wrap_rank to be
+ * killed with SIGKILL (docs/supervision.md, "Containment").  Without a wrap_rank to be
  * found COMMAND runs directly, and that is said once. */
 static int guard_no_wrap(struct launch *l)
 {

@@ -268,7 +268,7 @@ static int agree(struct slotcomm *c, int ok, char *why, size_t len)
 	return r < 0 ? r : r == 0;
 }
 
-/* SLOTRUN_TRANSPORT (README "nccl_worker"): every rank says what it asked
+/* SLOTRUN_TRANSPORT (docs/comm.md, "Choosing the transport"): every rank says what it asked
  * for, which node it is on and where its node's segment can be fetched;
  * then all take the same decision from the same table.  tcp: the ring
  * through every rank.  auto: shared memory when two ranks share a node

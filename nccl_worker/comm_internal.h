@@ -13,16 +13,15 @@
 /* Socket buffers of a ring connection to another machine, and to a rank
  * on this one.  Over loopback, small buffers are faster: the kernel's
  * packets stay in cache between the sender's copy in and the receiver's
- * copy out (measured: README, nccl_worker).  Between machines the window
+ * copy out (bench/allreduce_sweep shows it).  Between machines the window
  * must cover the bandwidth-delay product. */
 #define COMM_RING_SOCKBUF (4 << 20)
 #define COMM_RING_SOCKBUF_LOCAL (128 << 10)
 
 /* Except for all-reduces of up to COMM_RING_MID_BYTES per rank, where
  * whole segments fitting in the socket buffers over loopback saves a
- * wake-up per piece: 512 KiB and 1 MiB went from ~3.0 to ~5.0 GB/s busbw
- * with n=2 and from ~1.2 to ~2.3 with n=4; 2 MiB buffers did not help
- * 2 MiB all-reduces (README, nccl_worker). */
+ * wake-up per piece; larger buffers did not help larger all-reduces
+ * (bench/allreduce_sweep shows both). */
 #define COMM_RING_SOCKBUF_MID (1 << 20)
 #define COMM_RING_MID_BYTES (1 << 20)
 

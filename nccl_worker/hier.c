@@ -7,7 +7,7 @@
  * until the leader divides by WORLD_SIZE, before the broadcast.
  *
  * Why this and not one ring through every rank, shared-memory hops within a
- * node and TCP ones between: README "nccl_worker" has the measurements. */
+ * node and TCP ones between: docs/comm.md, "Shared memory and TCP". */
 #include <stdio.h>
 
 #include "reduce.h"

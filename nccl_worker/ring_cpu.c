@@ -48,14 +48,14 @@
 #include "transport.h"
 
 /* Staging buffer for reduce-scatter receives, and the smallest send worth a
- * system call (unless it ends a segment).  Measured on the 2-core
- * development machine (bench/allreduce_sweep): see README. */
+ * system call (unless it ends a segment), both chosen with
+ * bench/allreduce_sweep. */
 #define RING_STAGE_BYTES (512u << 10)
 #define RING_MIN_SEND (64u << 10)
 
 /* How long to keep retrying without progress before blocking in poll(2)
- * (ns).  Measured on the 2-core machine: 20-50 us took n=4 4 KiB from ~70 us
- * to ~35 us and helped every size; see README. */
+ * (ns): a short spin saves the sleep and the wake-up that would cost a
+ * small all-reduce more than the spin (bench/allreduce_sweep). */
 #define RING_SPIN_NS 50000
 
 /* Up to this many bytes forwarded per rank ((n-1) * buffer), the

@@ -36,7 +36,7 @@
 #define SHM_STREAM_MIN (16u << 20)
 
 /* Waiting: spin this long before sleeping; sleep at most this long before
- * looking around (README "nccl_worker" says why these numbers). */
+ * looking around (docs/comm.md, "Waiting", says why). */
 #define SHM_SPIN_NS 20000
 #define SHM_PAUSE_NS 2000
 #define SHM_SLICE_MS 20

@@ -15,7 +15,7 @@
  * outlives wrap_rank in that case: slotrun, a subreaper, adopts it, its
  * parent-death signal now follows slotrun, and it goes on watching.
  *
- * Other ways were tried (README, "Containment"): a cgroup with cgroup.kill
+ * Other ways were tried (docs/supervision.md, "Containment"): a cgroup with cgroup.kill
  * needs the right to create one (a trial's container or a user's ssh
  * session does not have it) and still a watcher outside slotrun to kill it
  * when slotrun gets SIGKILL; a PID namespace per worker needs CAP_SYS_ADMIN,

@@ -49,8 +49,8 @@ static int comm_failed(const struct trainer *t, const char *during)
 
 /* The mean gradient of the steps in acc, averaged over the ranks and
  * applied.  The CPU ring leaves the same bits on every rank, in an order
- * fixed by the count, type and world size (README "How the CPU ring
- * works"), so the ranks' parameters stay equal (final() checks) and a
+ * fixed by the count, type and world size (docs/comm.md, "The TCP
+ * ring"), so the ranks' parameters stay equal (final() checks) and a
  * rerun repeats them.
  *
  * With fp16 the mean is rounded to fp16 (to nearest even) and the sum

@@ -24,8 +24,11 @@ def need_pages():
 
 
 def render(page):
+    """Renders a page named with its section ("slotrun.1"), or of section 1."""
+    if not re.search(r"\.[1-8]$", page):
+        page += ".1"
     env = dict(os.environ, MANWIDTH="100", MANPAGER="cat", PAGER="cat", LC_ALL="C.UTF-8")
-    r = subprocess.run(["man", "--warnings", "-l", os.path.join(MAN_DIR, page + ".1")], env=env,
+    r = subprocess.run(["man", "--warnings", "-l", os.path.join(MAN_DIR, page)], env=env,
                        capture_output=True, timeout=60)
     text = r.stdout.decode(errors="replace")
     assert r.returncode == 0 and not r.stderr.strip(), (page, r.returncode, r.stderr.decode(errors="replace"))
@@ -79,14 +82,14 @@ def nccl_worker_page_names_every_option_of_its_help():
 
 
 @case
-def slotrun_and_wrap_rank_pages_defer_to_no_other_document():
+def the_pages_defer_to_no_other_document():
     # the man pages are the whole manual: a user reading them installed has
     # no source tree to be sent to
     need_pages()
-    for page in ("slotrun", "wrap_rank"):
+    for page in ("slotrun.1", "wrap_rank.1", "nccl_worker.1", "slotcomm.3"):
         text = render(page)
         for word in ("README", ".md"):
-            assert word not in text, f"{page}(1) sends the reader to {word}"
+            assert word not in text, f"{page} sends the reader to {word}"
 
 
 @case

@@ -333,7 +333,7 @@ LEAK_TEST_OPTS(topology, every_fixture_every_slot_count, .timeout = 60)
 	}
 }
 
-/* The line the launcher prints for --report-bindings, and the README's. */
+/* The line the launcher prints for --report-bindings, and slotrun(1)'s. */
 LEAK_TEST(topology, gpu8_eight_slots_golden)
 {
 	static const char *const want[] = {
