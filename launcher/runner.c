@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "diag.h"
 #include "output.h"
 #include "procs.h"
 #include "spawn.h"
@@ -75,6 +76,8 @@ struct runner {
 	bool stdout_said;            /* its write failure was said */
 	struct event *flush_deadline;
 	struct event *hang_check;    /* with --hang-timeout */
+	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
+	struct sup_actions held;     /* ... which waits with these */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
@@ -130,7 +133,6 @@ static void apply(struct runner *r, struct sup_actions a);
 static void tell_plane_root(struct runner *r);
 static bool restart_alone(struct runner *r);
 static void flush_consoles(struct runner *r);
-static void diagnose(struct runner *r);
 static void arm_hang_check(struct runner *r);
 
 static void finish(struct runner *r)
@@ -152,16 +154,67 @@ static void feed(struct runner *r, struct sup_event ev)
 
 #define RESCAN_MS 50
 
+static void carry_out(struct runner *r, struct sup_actions a);
+static void stop_collecting(struct runner *r);
+
+/* The collection is over: the SIGKILL it held back goes out now. */
+static void on_diag_done(void *arg)
+{
+	struct runner *r = arg;
+
+	for (int i = 0; i < r->n; i++)
+		if (!r->w[i].diag)
+			r->w[i].diag = diag_take(r->diag, i);
+	stop_collecting(r);
+}
+
+static void stop_collecting(struct runner *r)
+{
+	diag_free(r->diag);
+	r->diag = NULL;
+	carry_out(r, r->held);
+}
+
+/* Before the SIGKILL: what the workers still running are doing, collected
+ * beside the loop (heartbeats and the other workers go on meanwhile); a
+ * holds until then.  False when there is nothing to collect or it cannot
+ * start: then the SIGKILL goes out at once, without. */
+static bool collect_first(struct runner *r, struct sup_actions a)
+{
+	pid_t *roots;
+	bool any = false;
+	int e;
+
+	if (r->diag || !(roots = calloc((size_t)r->n, sizeof(*roots))))
+		return false;
+	for (int i = 0; i < r->n; i++)
+		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0 && !r->w[i].diag) {
+			roots[i] = r->w[i].pid;
+			any = true;
+		}
+	e = any ? diag_start(&r->diag, r->base, roots, r->n, DIAG_DEADLINE, on_diag_done, r) : -ENOENT;
+	free(roots);
+	if (e < 0)
+		return false;
+	r->held = a;
+	return true;
+}
+
 static void apply(struct runner *r, struct sup_actions a)
+{
+	if (a.signal_workers && r->sup.state != SUP_RUNNING)
+		flush_consoles(r); /* the stop begins: read on, shed */
+	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a))
+		return;
+	carry_out(r, a);
+}
+
+static void carry_out(struct runner *r, struct sup_actions a)
 {
 	/* A stopped process would sit out the whole grace: SIGCONT first lets
 	 * it act on the SIGTERM.  First, not after: a SIGCONT that lands while
 	 * something is being stopped on purpose (a tracer's SIGSTOP, e.g.
 	 * LeakSanitizer at a worker's exit) cancels that stop and hangs it. */
-	if (a.signal_workers && r->sup.state != SUP_RUNNING)
-		flush_consoles(r); /* the stop begins: read on, shed */
-	if (a.signal_workers == SIGKILL && r->sup.sigints < 2)
-		diagnose(r);
 	if (a.signal_workers)
 		for (int i = 0; i < r->n; i++)
 			if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0) {
@@ -201,6 +254,8 @@ static void reap(struct runner *r)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
+		if ((WIFEXITED(status) || WIFSIGNALED(status)) && diag_reaped(r->diag, pid))
+			continue;
 		for (int i = 0; i < r->n; i++) {
 			struct worker *w = &r->w[i];
 			struct timespec mono;
@@ -244,6 +299,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
+	if (r->diag && r->sup.sigints >= 2) /* a second SIGINT: kill now */
+		stop_collecting(r);
 	if (r->plane) {
 		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
 	} else if (!r->started && (sig == SIGTERM || sig == SIGINT)) {
@@ -580,6 +637,8 @@ static void drain(struct runner *r)
 /* The attempt is over: its pipes are read to the end and closed. */
 static void end_attempt(struct runner *r)
 {
+	diag_free(r->diag);
+	r->diag = NULL;
 	for (int i = 0; i < r->n; i++) {
 		if (r->w[i].ev_out)
 			event_free(r->w[i].ev_out);
@@ -674,80 +733,6 @@ static void arm_hang_check(struct runner *r)
 	every = every < 0.05 ? 0.05 : every > 1 ? 1 : every;
 	tv = clock_tv(every);
 	event_add(r->hang_check, &tv);
-}
-
-/* What a worker's processes were doing when the grace ran out: state,
- * kernel wait channel and, with elfutils' eu-stack, the native stack. */
-#define DIAG_PROCS 4
-#define DIAG_FRAMES 8
-#define DIAG_BUDGET 5.0  /* seconds for all the stacks together */
-
-static void diag_proc(FILE *f, pid_t pid, bool stack)
-{
-	char path[64], stat[512], wchan[128] = "", comm[64] = "?", state = '?', *open_paren, *close_paren;
-	FILE *in;
-	size_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(in = fopen(path, "re")))
-		return;
-	n = fread(stat, 1, sizeof(stat) - 1, in);
-	fclose(in);
-	stat[n] = '\0';
-	open_paren = strchr(stat, '(');
-	close_paren = strrchr(stat, ')');
-	if (open_paren && close_paren && close_paren > open_paren) {
-		snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
-		state = close_paren[1] == ' ' ? close_paren[2] : '?';
-	}
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	if ((in = fopen(path, "re"))) {
-		n = fread(wchan, 1, sizeof(wchan) - 1, in);
-		wchan[n] = '\0';
-		fclose(in);
-	}
-	fprintf(f, "pid %d (%s) state %c%s%s\n", (int)pid, comm, state, wchan[0] && strcmp(wchan, "0") ?
-		", waiting in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "");
-	if (stack) {
-		char cmd[96], line[512];
-		int frames = 0;
-
-		snprintf(cmd, sizeof(cmd), "exec timeout 2 eu-stack -p %d -n %d 2>/dev/null", (int)pid, DIAG_FRAMES);
-		if ((in = popen(cmd, "re"))) {
-			while (fgets(line, sizeof(line), in))
-				if (line[0] == '#' && frames++ < DIAG_FRAMES)
-					fprintf(f, "  %s", line);
-			pclose(in);
-		}
-	}
-}
-
-static bool have_eu_stack(void)
-{
-	return system("command -v eu-stack >/dev/null 2>&1") == 0;
-}
-
-static void diagnose(struct runner *r)
-{
-	bool stacks = have_eu_stack();
-	double t0 = now_since(r);
-
-	for (int i = 0; i < r->n; i++) {
-		struct worker *w = &r->w[i];
-		pid_t pids[DIAG_PROCS];
-		size_t len = 0;
-		FILE *f;
-		int n;
-
-		if (r->fate[i] != SUP_W_RUNNING || w->pid <= 0 || w->diag)
-			continue;
-		n = procs_tree(w->pid, pids, DIAG_PROCS);
-		if (n <= 0 || !(f = open_memstream(&w->diag, &len)))
-			continue;
-		for (int k = 0; k < n; k++)
-			diag_proc(f, pids[k], stacks && now_since(r) - t0 < DIAG_BUDGET);
-		fclose(f);
-	}
 }
 
 static void on_flush_deadline(evutil_socket_t fd, short what, void *arg)
@@ -1046,6 +1031,7 @@ int runner_run(const struct runner_cfg *c)
 	flush_out(&r, 1);
 out:
 	plane_close(r.plane);
+	diag_free(r.diag);
 	for (int i = 0; i < NHANDLED; i++)
 		if (r.sigev[i])
 			event_free(r.sigev[i]);
