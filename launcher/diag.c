@@ -79,8 +79,8 @@ static void stack(FILE *out, const char *eu_stack, pid_t pid, double deadline)
 {
 	char spid[16], sframes[16];
 	char *argv[] = { "eu-stack", "-p", spid, "-n", sframes, NULL };
+	pid_t collector_pid = getpid(), child;
 	int p[2], null;
-	pid_t child;
 
 	snprintf(spid, sizeof(spid), "%d", (int)pid);
 	snprintf(sframes, sizeof(sframes), "%d", DIAG_FRAMES);
@@ -92,7 +92,9 @@ static void stack(FILE *out, const char *eu_stack, pid_t pid, double deadline)
 	}
 	child = fork();
 	if (child == 0) {
-		if (dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(null, 2) < 0)
+		/* it dies with the collector, however that dies */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != collector_pid ||
+		    dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(null, 2) < 0)
 			_exit(126);
 		execv(eu_stack, argv);
 		_exit(errno == ENOENT ? 127 : 126);

@@ -94,7 +94,24 @@ static pid_t asked_pid(void)
 	return pid;
 }
 
-TestSuite(diag, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeout = 30);
+/* The tests set PATH (where eu-stack is found); the teardown needs rm. */
+static char *saved_path;
+
+static void setup(void)
+{
+	saved_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
+	cr_assert_not_null(saved_path);
+	tmp_dir_setup();
+}
+
+static void teardown(void)
+{
+	setenv("PATH", saved_path, 1);
+	free(saved_path);
+	tmp_dir_teardown();
+}
+
+TestSuite(diag, .init = setup, .fini = teardown, .timeout = 30);
 
 LEAK_TEST(diag, shows_state_and_wait_channel_of_each_root)
 {
