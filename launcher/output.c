@@ -65,7 +65,14 @@ int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines)
 		char *nl = memchr(lin + p, '\n', end - p);
 		size_t l = (size_t)(nl - (lin + p));
 
-		(*lines)[n] = strndup(lin + p, l);
+		if (!((*lines)[n] = strndup(lin + p, l))) { /* out of memory: no lines */
+			while (n > 0)
+				free((*lines)[--n]);
+			free(*lines);
+			*lines = NULL;
+			count = 0;
+			break;
+		}
 		n++;
 		p += l + 1;
 	}

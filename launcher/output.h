@@ -89,7 +89,7 @@ void out_tail_append(struct out_tail *t, const char *buf, size_t len);
 
 /* The last max_lines complete lines of the tail, oldest first, each
  * without its '\n', as malloc'd strings in *lines (free each and the
- * array).  Returns the count. */
+ * array).  Returns the count; out of memory, 0 with *lines NULL. */
 int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines);
 
 /* Parses a rank filter like "0,2-3" against world_size into a malloc'd

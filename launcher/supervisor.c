@@ -3,6 +3,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "status.h"
 
@@ -65,6 +66,13 @@ static struct sup_actions escalate(struct sup *s, struct sup_actions a)
 	return a;
 }
 
+/* signal sig's bit in s->sent; 0 for a number outside 1..SUP_SIG_MAX (a
+ * signal named by another node, a status that is no signal's). */
+static uint64_t sig_bit(int sig)
+{
+	return sig >= 1 && sig <= SUP_SIG_MAX ? UINT64_C(1) << (sig - 1) : 0;
+}
+
 static bool crash_beats_root(const struct sup *s, int code, double t)
 {
 	int sig = status_code_signal(code), root_code;
@@ -72,7 +80,7 @@ static bool crash_beats_root(const struct sup *s, int code, double t)
 	if (s->root_cause < 0 || s->state != SUP_STOPPING || !sig)
 		return false;
 	root_code = s->code[s->root_cause];
-	return !status_code_signal(root_code) && !(s->sent & (1UL << (sig - 1))) &&
+	return !status_code_signal(root_code) && !(s->sent & sig_bit(sig)) &&
 	       t - s->root_time <= SUP_ROOT_WINDOW;
 }
 
@@ -182,10 +190,9 @@ struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
 {
 	struct sup_actions a = step(s, ev);
 
-	if (a.signal_workers > 0 && a.signal_workers <= 64)
-		s->sent |= 1UL << (a.signal_workers - 1);
+	s->sent |= sig_bit(a.signal_workers);
 	if (a.signal_workers == SIGTERM)
-		s->sent |= 1UL << (SIGCONT - 1);
+		s->sent |= sig_bit(SIGCONT);
 	return a;
 }
 
@@ -199,10 +206,4 @@ int sup_exit_code(const struct sup *s)
 		if (s->code[i] != 0)
 			return s->code[i] < 0 ? 1 : s->code[i];
 	return 0;
-}
-
-const char *sup_state_name(enum sup_state st)
-{
-	static const char *const names[] = { "running", "stopping", "killing", "sweep", "done" };
-	return st <= SUP_DONE ? names[st] : "?";
 }

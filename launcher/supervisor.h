@@ -18,6 +18,7 @@
 #define SLOTRUN_SUPERVISOR_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum sup_state { SUP_RUNNING, SUP_STOPPING, SUP_KILLING, SUP_SWEEP, SUP_DONE };
 
@@ -29,6 +30,9 @@ enum sup_event_type {
 	SUP_EV_STOP,         /* the job plane: the job failed on another node */
 	SUP_EV_HANG,         /* worker `worker` neither wrote nor exited for --hang-timeout */
 };
+
+/* The highest signal number (Linux's SIGRTMAX) that sent records. */
+#define SUP_SIG_MAX 64
 
 /* A hung worker is the root cause with this status (timeout(1)'s). */
 #define SUP_HANG_CODE 124
@@ -76,7 +80,7 @@ struct sup {
 	int sigints;         /* SIGINTs received: the second escalates */
 	double root_time;    /* when the root cause exited */
 	int hung;            /* worker index declared hung (the root cause), or -1 */
-	unsigned long sent;  /* bit N-1: signal N was sent to the workers */
+	uint64_t sent;       /* bit N-1: signal N (1..SUP_SIG_MAX) was sent to the workers */
 	enum sup_worker_fate *fate;
 	int *code;
 };
@@ -90,7 +94,5 @@ struct sup_actions sup_step(struct sup *s, const struct sup_event *ev);
 /* 0 when every worker exited 0; else the root cause's code; else 128+N for
  * the signal that stopped slotrun. */
 int sup_exit_code(const struct sup *s);
-
-const char *sup_state_name(enum sup_state st);
 
 #endif

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
+#include <limits.h>
 #include <signal.h>
+#include <stdint.h>
 
 #include "supervisor.h"
 #include "leak_check.h"
@@ -310,4 +312,36 @@ LEAK_TEST(supervisor, a_hang_after_a_failure_changes_nothing)
 	ev_exit(1, 3);
 	cr_assert_eq(sup_step(&s, &hang).signal_workers, 0);
 	cr_assert_eq(s.root_cause, 1);
+}
+
+/* A crash by a signal slotrun forwarded is not a root cause of its own,
+ * whichever signal it was. */
+LEAK_TEST(supervisor, a_death_by_any_signal_we_forwarded_does_not_replace_the_root)
+{
+	for (int sig = 1; sig <= SUP_SIG_MAX; sig++) {
+		sup_init(&s, N, fate, code);
+		ev_exit_at(0, 1, 1.00);
+		ev_sig(sig);
+		ev_exit_at(1, 128 + sig, 1.01);
+		cr_assert_eq(s.root_cause, 0, "signal %d", sig);
+	}
+}
+
+/* Numbers no signal has (another node may name any) are forwarded as they
+ * are and recorded nowhere. */
+LEAK_TEST(supervisor, signal_numbers_out_of_range_leave_no_trace)
+{
+	static const int bad[] = { INT_MIN, -1, 0, SUP_SIG_MAX + 1, 100, 1000, INT_MAX };
+
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		uint64_t before;
+
+		sup_init(&s, N, fate, code);
+		ev_exit_at(0, 1, 1.00);
+		before = s.sent;
+		ev_sig(bad[k]);
+		cr_assert_eq(s.sent, before, "signal %d", bad[k]);
+		ev_exit_at(1, 128 + SIGSEGV, 1.01);
+		cr_assert_eq(s.root_cause, 1, "a crash we did not cause still counts (after %d)", bad[k]);
+	}
 }

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+#include "report.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "summary.h"
+
+/* What was lost on the way, one line each: a log file that failed, a
+ * console that failed or could not be written in time. */
+static void print_losses(FILE *f, const struct runner *r)
+{
+	static const char *const names[] = { "stdout", "stderr" };
+
+	for (int i = 0; i < r->n; i++) {
+		const struct out_stream *ss[2] = { &r->w[i].out, &r->w[i].err };
+
+		for (int k = 0; k < 2; k++)
+			if (ss[k]->file_err)
+				fprintf(f, "slotrun: output lost: rank %d's %s log (%s): %zu bytes not written\n",
+					r->cfg->plan->slots[i].rank, names[k], strerror(ss[k]->file_err),
+					ss[k]->file_lost);
+	}
+	for (int k = 0; k < 2; k++)
+		if (r->cons.con[k].dropped)
+			fprintf(f, "slotrun: output lost: %zu bytes for slotrun's %s were dropped (%s)\n",
+				r->cons.con[k].dropped, names[k],
+				r->cons.con[k].err ? strerror(r->cons.con[k].err) : "its reader did not take them in time");
+}
+
+static bool lost_any(const struct runner *r)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->w[i].out.file_err || r->w[i].err.file_err)
+			return true;
+	return r->cons.con[0].dropped || r->cons.con[1].dropped;
+}
+
+void report_print(struct runner *r, int code)
+{
+	const struct runner_cfg *c = r->cfg;
+	const struct plane_cause *cause = c->plane ? &r->job_cause : NULL;
+	int n = r->started ? r->n : 0; /* stopped between attempts: none ran */
+	struct sum_worker *sw;
+	struct sum_job job;
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem;
+
+	if (code == 0 && !r->attempt && !lost_any(r) &&
+	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
+		return;
+	sw = calloc((size_t)r->n, sizeof(*sw));
+	mem = open_memstream(&text, &len);
+	if (!sw || !mem) {
+		note(r, "slotrun: cannot write the summary: out of memory (exit status %d)", code);
+		free(sw);
+		if (mem)
+			fclose(mem);
+		free(text);
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		sw[i] = (struct sum_worker){
+			.rank = c->plan->slots[i].rank, .local_rank = i, .pid = r->w[i].pid,
+			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
+			.after_start = r->w[i].after, .tail = &r->w[i].tail,
+			.note = r->w[i].note[0] ? r->w[i].note : NULL, .diag = r->w[i].diag,
+		};
+	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,
+				.root = n ? r->sup.root_cause : -1,
+				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
+				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
+				.attempts = runner_attempts(r) };
+	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
+					r->sup.root_cause >= 0 || r->sup.stop_signal))
+		summary_print(mem, &job);
+	print_losses(mem, r);
+	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
+		fprintf(mem, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+	if (fclose(mem) == 0 && len)
+		out_console_put(&r->cons.con[1], text, len);
+	free(text);
+	free(sw);
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+/* The state of one runner_run, shared by the runner's modules: runner.c
+ * (the loop and the glue), workers.c (starting an attempt's workers and
+ * reading their output) and attempt.c (ending an attempt, starting the
+ * next).  Nothing outside the runner includes it. */
+#ifndef SLOTRUN_RUNNER_STATE_H
+#define SLOTRUN_RUNNER_STATE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "console.h"
+#include "output.h"
+#include "plane.h"
+#include "runner.h"
+#include "supervisor.h"
+
+/* The signals slotrun handles on its loop: blocked while workers are
+ * forked, set back to their defaults in the workers. */
+#define RUNNER_NSIGNALS 7
+extern const int runner_signals[RUNNER_NSIGNALS];
+
+struct runner;
+
+struct worker {
+	pid_t pid;
+	struct runner *runner;
+	struct out_stream out, err;
+	struct event *ev_out, *ev_err;
+	struct out_tail tail;
+	struct timespec when;        /* when it exited, on the wall clock */
+	double after;                /* ... seconds after its attempt's start */
+	char note[256];
+	char *diag;                  /* what it was doing when it had to be killed, or NULL */
+};
+
+struct runner {
+	const struct runner_cfg *cfg;
+	struct event_base *base;
+	struct event *sigev[RUNNER_NSIGNALS];
+	struct event *timer;
+	struct sup sup;
+	enum sup_worker_fate *fate;
+	int *code;
+	struct worker *w;
+	double *active;              /* per worker: when it last wrote (or started), seconds since t0 */
+	int n;
+	pid_t self;
+	double t0;                   /* clock_mono() when the attempt started */
+	struct console cons;         /* slotrun's stdout and stderr */
+	sigset_t orig_mask;          /* the signal mask slotrun was started with */
+	struct plane *plane;         /* several nodes, else NULL */
+	bool started;                /* the workers were started */
+	bool ended;                  /* the plane said the job is over */
+	int job_code;                /* ... with this status */
+	struct plane_cause job_cause;
+	bool finished;               /* the loop is to end */
+	bool ever_started;           /* some attempt started its workers */
+	int attempt;                 /* 0 for the first, k for restart k */
+	struct plane_cause *history; /* the root cause of every attempt before this one */
+	struct event *backoff;       /* one node: the wait before the next attempt */
+	int stopped_between;         /* one node: the signal that stopped us between attempts */
+	struct event *hang_check;    /* with --hang-timeout */
+	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
+	struct sup_actions held;     /* ... which waits with these */
+};
+
+/* slotrun's own lines go through its stderr queue like the workers': an
+ * unread stderr must not block the loop. */
+#define note(r, ...) console_note(&(r)->cons, __VA_ARGS__)
+
+/* "slotrun: rank 3 (node 1): ...": how every diagnostic names a rank. */
+#define say_rank(r, i, fmt, ...) \
+	note(r, "slotrun: rank %d (node %d): " fmt, (r)->cfg->plan->slots[i].rank, \
+	     (r)->cfg->plan->node_rank, __VA_ARGS__)
+
+static inline int runner_attempts(const struct runner *r)
+{
+	return r->cfg->restart ? r->cfg->restart->max_restarts + 1 : 1;
+}
+
+#endif

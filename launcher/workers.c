@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+#include "workers.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "io.h"
+#include "spawn.h"
+
+/* What every worker of an attempt gets besides the plan's variables:
+ * torchrun's names beside ours; each restart a rendezvous secret of its
+ * own, so nothing of an earlier attempt can join a later one. */
+struct attempt_env {
+	char vars[4][PLAN_SECRET_MAX + 64];
+	char *env[5];
+};
+
+static void attempt_env(const struct runner *r, struct attempt_env *a)
+{
+	const struct runner_cfg *c = r->cfg;
+
+	*a = (struct attempt_env){ .env = { a->vars[0], a->vars[1], a->vars[2], NULL, NULL } };
+	snprintf(a->vars[0], sizeof(a->vars[0]), "SLOTRUN_RESTART_COUNT=%d", r->attempt);
+	snprintf(a->vars[1], sizeof(a->vars[1]), "TORCHELASTIC_RESTART_COUNT=%d", r->attempt);
+	snprintf(a->vars[2], sizeof(a->vars[2]), "TORCHELASTIC_MAX_RESTARTS=%d", runner_attempts(r) - 1);
+	if (r->attempt && c->secret) {
+		snprintf(a->vars[3], sizeof(a->vars[3]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
+		a->env[3] = a->vars[3];
+	}
+}
+
+/* The first attempt starts the file afresh; a restart appends to it after
+ * a marker line. */
+static int open_log(const struct runner *r, int rank, const char *stream, char *err, size_t errlen)
+{
+	char path[4096], mark[96];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/rank-%d.%s", r->cfg->log_dir, rank, stream);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (r->attempt ? O_APPEND : O_TRUNC), 0644);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open log file %s: %s", path, strerror(errno));
+		return fd;
+	}
+	if (r->attempt) {
+		n = snprintf(mark, sizeof(mark), "==== slotrun: attempt %d of %d ====\n", r->attempt + 1,
+			     runner_attempts(r));
+		(void)io_write_all(fd, mark, (size_t)n);
+	}
+	return fd;
+}
+
+/* With --log-dir: worker i's two log files in *lo and *le (else -1).
+ * Returns 0, or -EINVAL with the failure said and noted. */
+static int open_logs(struct runner *r, int i, int *lo, int *le)
+{
+	const struct runner_cfg *c = r->cfg;
+	int rank = c->plan->slots[i].rank;
+	char err[512];
+
+	*lo = *le = -1;
+	if (!c->log_dir)
+		return 0;
+	if ((*lo = open_log(r, rank, "stdout", err, sizeof(err))) >= 0 &&
+	    (*le = open_log(r, rank, "stderr", err, sizeof(err))) >= 0)
+		return 0;
+	note(r, "slotrun: %s", err);
+	snprintf(r->w[i].note, sizeof(r->w[i].note), "%s", err);
+	if (*lo >= 0)
+		close(*lo);
+	*lo = -1;
+	return -EINVAL;
+}
+
+static void close_pair(int p[2])
+{
+	for (int k = 0; k < 2; k++)
+		if (p[k] >= 0)
+			close(p[k]);
+}
+
+/* Worker i's stdout and stderr pipes, the read ends non-blocking (the loop
+ * reads them).  Returns 0, or -EMFILE with the failure said and noted and
+ * nothing open. */
+static int open_pipes(struct runner *r, int i, int po[2], int pe[2])
+{
+	struct worker *w = &r->w[i];
+	const char *what = "cannot create pipes";
+
+	po[0] = po[1] = pe[0] = pe[1] = -1;
+	if (pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0) {
+		what = "cannot make its pipes non-blocking";
+		if (fcntl(po[0], F_SETFL, O_NONBLOCK) == 0 && fcntl(pe[0], F_SETFL, O_NONBLOCK) == 0)
+			return 0;
+	}
+	snprintf(w->note, sizeof(w->note), "%s: %s", what, strerror(errno));
+	close_pair(po);
+	close_pair(pe);
+	say_rank(r, i, "%s", w->note);
+	return -EMFILE;
+}
+
+static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s, char *rankbuf)
+{
+	int n = 0, k = 0;
+	char **argv;
+
+	while (c->cmd[n])
+		n++;
+	argv = calloc((size_t)n + 5, sizeof(char *));
+	if (!argv)
+		return NULL;
+	if (c->wrapped) {
+		sprintf(rankbuf, "%d", s->rank);
+		argv[k++] = (char *)c->exec_path;
+		argv[k++] = "--no-redirect-stdio";
+		argv[k++] = rankbuf;
+		argv[k++] = "--";
+	}
+	for (int i = 0; i < n; i++)
+		argv[k++] = c->cmd[i];
+	return argv;
+}
+
+/* Forks worker i (not waiting for its exec): *report is its report pipe.
+ * Returns 0 or a negative errno, said and noted, with w->pid 0. */
+static int start_one(struct runner *r, int i, int devnull, char **extra_env, const sigset_t *mask, int *report)
+{
+	const struct runner_cfg *c = r->cfg;
+	const struct plan_slot *s = &c->plan->slots[i];
+	struct worker *w = &r->w[i];
+	int po[2], pe[2], lo, le, e;
+	char rankbuf[16], **argv, **envp;
+	struct spawn_req req;
+
+	if ((e = open_logs(r, i, &lo, &le)) < 0)
+		return e;
+	if ((e = open_pipes(r, i, po, pe)) < 0) {
+		if (lo >= 0)
+			close(lo);
+		if (le >= 0)
+			close(le);
+		return e;
+	}
+	out_stream_init(&w->out, po[0], s->shown ? &r->cons.con[0] : NULL, lo, NULL);
+	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
+	argv = worker_argv(c, s, rankbuf);
+	envp = plan_envp(s, c->base_env, extra_env);
+	req = (struct spawn_req){
+		.path = c->exec_path, .argv = argv, .envp = envp,
+		.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],
+		.topo = s->place.cpuset ? c->topo : NULL,
+		.slot = &s->place,
+		.child_mask = mask, .reset_signals = runner_signals, .nreset = RUNNER_NSIGNALS,
+		.nofile = c->nofile,
+	};
+	e = (argv && envp) ? spawn_start(&req, &w->pid, report) : -ENOMEM;
+	free(argv);
+	free(envp);
+	close(po[1]);
+	close(pe[1]);
+	if (e < 0) {
+		snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
+		say_rank(r, i, "%s", w->note);
+		w->pid = 0;
+		*report = -1;
+	}
+	return e;
+}
+
+static void stage_text(const struct runner *r, int i, enum spawn_stage st, int e, char *buf, size_t len)
+{
+	const struct runner_cfg *c = r->cfg;
+
+	if (st == SPAWN_BIND)
+		snprintf(buf, len, "cannot bind to cpus %s (NUMA node %s): %s",
+			 c->plan->slots[i].place.cpus, c->plan->slots[i].place.numa, strerror(e));
+	else if (st == SPAWN_EXEC)
+		snprintf(buf, len, "cannot execute '%s': %s", c->exec_path, strerror(e));
+	else
+		snprintf(buf, len, "cannot set up the worker process: %s", strerror(e));
+}
+
+/* Waits for each forked worker's exec report; the failures are noted, and
+ * said once per kind. */
+static void collect_reports(struct runner *r, const int *report)
+{
+	int said_stage = -1, said_errno = 0, same = 0;
+
+	for (int i = 0; i < r->n; i++) {
+		int e = 0;
+		enum spawn_stage st;
+
+		if (r->w[i].pid <= 0 || report[i] < 0)
+			continue;
+		st = spawn_read_report(report[i], &e);
+		if (st == SPAWN_OK)
+			continue;
+		stage_text(r, i, st, e, r->w[i].note, sizeof(r->w[i].note));
+		if (said_stage < 0) {
+			say_rank(r, i, "%s", r->w[i].note);
+			said_stage = st;
+			said_errno = e;
+		} else if ((int)st == said_stage && e == said_errno) {
+			same++;
+		} else {
+			say_rank(r, i, "%s", r->w[i].note);
+		}
+	}
+	if (same)
+		note(r, "slotrun: (the same on %d other rank%s)", same, same == 1 ? "" : "s");
+}
+
+int workers_spawn(struct runner *r, const sigset_t *mask)
+{
+	int *report = calloc((size_t)r->n, sizeof(int));
+	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	struct attempt_env env;
+	int rc = 0;
+
+	if (!report || devnull < 0) {
+		note(r, "slotrun: cannot start the workers: %s", devnull < 0 ? strerror(errno) : "out of memory");
+		free(report);
+		if (devnull >= 0)
+			close(devnull);
+		return -ENOMEM;
+	}
+	attempt_env(r, &env);
+	for (int i = 0; i < r->n && rc == 0; i++)
+		rc = start_one(r, i, devnull, env.env, mask, &report[i]);
+	collect_reports(r, report);
+	close(devnull);
+	free(report);
+	return rc;
+}
+
+/* A log file that stopped taking lines (a full disk, an I/O error) is said
+ * when it happens, once. */
+static void say_file_error(struct runner *r, struct worker *w, struct out_stream *s)
+{
+	if (!s->file_err || s->file_err_said)
+		return;
+	s->file_err_said = true;
+	say_rank(r, (int)(w - r->w), "log file %s/rank-%d.%s: %s: the rest of its %s is not in it",
+		 r->cfg->log_dir, r->cfg->plan->slots[w - r->w].rank, s == &w->out ? "stdout" : "stderr",
+		 strerror(s->file_err), s == &w->out ? "stdout" : "stderr");
+}
+
+static void on_stream(evutil_socket_t fd, short what, void *arg)
+{
+	struct worker *w = arg;
+	struct runner *r = w->runner;
+	bool is_out = fd == w->out.fd;
+	struct out_stream *s = is_out ? &w->out : &w->err;
+
+	/* At EOF the stream closes its fd: drop the event before anything can
+	 * reuse the number. */
+	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
+		event_del(is_out ? w->ev_out : w->ev_err);
+	r->active[w - r->w] = clock_mono() - r->t0;
+	say_file_error(r, w, s);
+	console_flush(&r->cons);
+}
+
+static struct event *watch(struct runner *r, struct out_stream *s, struct worker *w)
+{
+	struct event *ev;
+
+	if (s->fd < 0)
+		return NULL;
+	ev = event_new(r->base, s->fd, EV_READ | EV_PERSIST, on_stream, w);
+	if (!ev || event_add(ev, NULL) < 0) {
+		if (ev)
+			event_free(ev);
+		say_rank(r, (int)(w - r->w), "%s", "cannot read its output: out of memory");
+		out_stream_close(s);
+		return NULL;
+	}
+	return ev;
+}
+
+void workers_watch(struct runner *r)
+{
+	for (int i = 0; i < r->n; i++) {
+		struct worker *w = &r->w[i];
+
+		w->ev_out = watch(r, &w->out, w);
+		w->ev_err = watch(r, &w->err, w);
+	}
+}

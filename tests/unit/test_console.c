@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+/* The consoles' glue driven over pipes: the test is the slow reader. */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "console.h"
+#include "leak_check.h"
+
+static struct event_base *base;
+static struct console c;
+static int out_pipe[2], err_pipe[2];
+static bool stopping;
+static int pauses[2], resumes[2];
+
+static bool hook_stopping(void *arg)
+{
+	return stopping;
+}
+
+static void hook_pause(void *arg, int k, bool paused)
+{
+	(paused ? pauses : resumes)[k]++;
+}
+
+static const struct console_hooks hooks = { .stopping = hook_stopping, .pause = hook_pause };
+
+static void setup(void)
+{
+	cr_assert_eq(pipe2(out_pipe, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(err_pipe, O_CLOEXEC), 0);
+	cr_assert_eq(fcntl(out_pipe[0], F_SETFL, O_NONBLOCK), 0);
+	cr_assert_not_null(base = event_base_new());
+	stopping = false;
+	memset(pauses, 0, sizeof(pauses));
+	memset(resumes, 0, sizeof(resumes));
+	cr_assert_eq(console_init(&c, base, out_pipe[1], err_pipe[1], &hooks, NULL), 0);
+}
+
+static void teardown(void)
+{
+	console_free(&c);
+	event_base_free(base);
+	for (int k = 0; k < 2; k++) {
+		close(out_pipe[k]);
+		close(err_pipe[k]);
+	}
+}
+
+TestSuite(console, .init = setup, .fini = teardown, .timeout = 30);
+
+/* More than OUT_CONSOLE_HIGH bytes of whole lines for con[k], beyond what
+ * its pipe takes (64 KiB by default). */
+static void overfill(int k)
+{
+	static char line[4096];
+
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	for (size_t n = 0; n <= OUT_CONSOLE_HIGH + (1 << 18); n += sizeof(line))
+		out_console_put(&c.con[k], line, sizeof(line));
+}
+
+LEAK_TEST(console, a_note_is_one_line_on_stderr)
+{
+	char buf[64] = "";
+
+	console_note(&c, "slotrun: %s %d", "note", 7);
+	cr_assert_gt(read(err_pipe[0], buf, sizeof(buf) - 1), 0);
+	cr_assert_str_eq(buf, "slotrun: note 7\n");
+}
+
+LEAK_TEST(console, a_full_console_pauses_its_reads_until_it_is_read_below_low)
+{
+	char sink[65536];
+
+	overfill(0);
+	console_flush(&c);
+	cr_assert_eq(pauses[0], 1, "stdout is full: its reads pause");
+	cr_assert_eq(pauses[1], 0, "stderr is not");
+	cr_assert(c.paused[0]);
+	/* the reader catches up; the loop writes on as the pipe takes it */
+	for (double end = clock_mono() + 20; !resumes[0] && clock_mono() < end;) {
+		while (read(out_pipe[0], sink, sizeof(sink)) > 0)
+			;
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	}
+	cr_assert_eq(resumes[0], 1, "below OUT_CONSOLE_LOW the reads resume");
+	cr_assert_not(c.paused[0]);
+}
+
+LEAK_TEST(console, a_stopping_job_sheds_instead_of_pausing)
+{
+	overfill(0);
+	console_flush(&c);
+	cr_assert(c.paused[0]);
+	stopping = true;
+	console_flush(&c);
+	cr_assert_eq(resumes[0], 1, "the workers' output is read on");
+	cr_assert(c.con[0].shed);
+	cr_assert(c.con[1].shed);
+}
+
+LEAK_TEST(console, draining_at_exit_gives_up_at_its_deadline_and_counts_the_loss)
+{
+	overfill(0);
+	console_drain(&c, base, 0.2); /* nobody reads */
+	cr_assert_eq(out_console_pending(&c.con[0]), 0);
+	cr_assert_gt(c.con[0].dropped, 0);
+	cr_assert_not(c.flushing);
+}
+
+LEAK_TEST(console, a_stop_signal_matters_to_it_only_while_draining)
+{
+	cr_assert_not(console_signal(&c, SIGTERM));
+	c.flushing = true;
+	cr_assert(console_signal(&c, SIGUSR1));
+	cr_assert_not(c.give_up, "not a stop");
+	cr_assert(console_signal(&c, SIGTERM));
+	cr_assert(c.give_up);
+	c.flushing = false;
+}
