@@ -41,14 +41,6 @@ static double now_since(const struct runner *r)
 	return clock_mono() - r->t0;
 }
 
-/* ECHILD from waitpid(-1) is exact: any live descendant would have a
- * surviving ancestor that is our child (we are its subreaper). */
-static bool have_children(void)
-{
-	siginfo_t si = { 0 };
-	return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
-}
-
 static void apply(struct runner *r, struct sup_actions a);
 static void carry_out(struct runner *r, struct sup_actions a);
 
@@ -153,7 +145,7 @@ static void signal_strays(struct runner *r, int sig)
 {
 	/* Without a child there is no descendant: skip the /proc walk (the
 	 * common clean finish). */
-	if (!have_children())
+	if (!procs_have_children())
 		return;
 	if (sig == SIGTERM)
 		(void)procs_signal_descendants(r->self, SIGCONT);
@@ -187,7 +179,7 @@ static void carry_out(struct runner *r, struct sup_actions a)
 		attempt_done(r);
 		return;
 	}
-	if (a.check_strays && !have_children())
+	if (a.check_strays && !procs_have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
 }
 
@@ -227,7 +219,7 @@ static void reap(struct runner *r)
 			}
 		/* not a worker: an adopted stray, now reaped (or stopped) */
 	}
-	if (r->sup.state == SUP_SWEEP && !have_children())
+	if (r->sup.state == SUP_SWEEP && !procs_have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
 }
 
@@ -384,7 +376,9 @@ static void plane_restart(void *arg, int attempt, double delay, const struct pla
 
 static void plane_say(void *arg, const char *line)
 {
-	note(arg, "%s", line);
+	struct runner *r = arg;
+
+	note(r, "%s", line);
 }
 
 static const struct plane_hooks plane_hooks = {
