@@ -57,6 +57,18 @@ static bool has_addr(const char *ifname, int family)
 	return found;
 }
 
+static bool resolves_to_loopback(const char *name)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, }, *res;
+	bool lo;
+
+	if (getaddrinfo(name, NULL, &hints, &res) != 0)
+		return false;
+	lo = ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr == htonl(INADDR_LOOPBACK);
+	freeaddrinfo(res);
+	return lo;
+}
+
 LEAK_TEST(iface, loopback_addresses_give_the_loopback)
 {
 	const char *e;
@@ -64,7 +76,9 @@ LEAK_TEST(iface, loopback_addresses_give_the_loopback)
 	cr_assert_null(e = check("127.0.0.1", 0, "lo", NULL), "%s", e);
 	/* not an address of lo's, but routed through it */
 	cr_assert_null(e = check("127.0.0.2", 0, "lo", NULL), "%s", e);
-	cr_assert_null(e = check("localhost", 0, "lo", NULL), "%s", e);
+	/* by name, where the machine's /etc/hosts has it */
+	if (resolves_to_loopback("localhost"))
+		cr_assert_null(e = check("localhost", 0, "lo", NULL), "%s", e);
 	if (has_addr("lo", AF_INET6))
 		cr_assert_null(e = check("::1", 0, "lo", NULL), "%s", e);
 }
