@@ -555,6 +555,76 @@ LEAK_TEST(summary, the_file_is_replaced_whole_and_a_bad_path_is_an_errno)
 
 /* ---- the words of the text summary ---- */
 
+/* What summary_print writes, as one malloc'd string. */
+static char *printed(const struct sum_job *j)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	cr_assert_not_null(f);
+	summary_print(f, j);
+	cr_assert_eq(fclose(f), 0);
+	return text;
+}
+
+LEAK_TEST(summary, the_text_names_the_root_cause_its_lines_and_every_other_rank)
+{
+	struct sum_job j = three_ranks();
+	char *text;
+
+	setenv("TZ", "UTC0", 1);
+	tzset();
+	w[1].note = "no output and no exit for 5 s (--hang-timeout)";
+	text = printed(&j);
+	cr_assert_str_eq(text,
+			 "slotrun: job failed: rank 4 (node 1, local rank 1, pid 1001) exit 3 at 22:13:20.123, "
+			 "2.500 s after start: no output and no exit for 5 s (--hang-timeout)\n"
+			 "slotrun: last 3 lines of rank 4's stderr:\n"
+			 "slotrun: | loading\n"
+			 "slotrun: | Traceback: boom\n"
+			 "slotrun: | ValueError: bad\n"
+			 "slotrun: other ranks:\n"
+			 "slotrun:   rank 3 (local rank 0, pid 1000): exit 143 (SIGTERM), stopped by slotrun\n"
+			 "slotrun:   rank 5 (local rank 2, pid 1002): never reaped, still running\n");
+	free(text);
+	unsetenv("TZ");
+	tzset();
+}
+
+LEAK_TEST(summary, the_text_lists_the_attempts_before_and_says_when_a_restart_succeeded)
+{
+	struct sum_job j = three_ranks();
+	char *text;
+
+	rank_cause(&history[0], 0, "node-a", 2, 128 + SIGSEGV);
+	memset(&history[1], 0, sizeof(history[1]));
+	history[1].kind = PLANE_CAUSE_LOST;
+	history[1].node = 1;
+	snprintf(history[1].host, sizeof(history[1].host), "node-b");
+	snprintf(history[1].text, sizeof(history[1].text), "connection reset");
+	j.history = history;
+	j.attempt = 2;
+	j.attempts = 3;
+	j.root = -1;
+	j.exit_code = 0;
+	text = printed(&j);
+	cr_assert_str_eq(text,
+			 "slotrun: attempt 1 of 3 failed: rank 2 on node 0 (node-a) exit 139 (SIGSEGV)\n"
+			 "slotrun: attempt 2 of 3 failed: node 1 (node-b) lost: connection reset\n"
+			 "slotrun: attempt 3 of 3 succeeded\n",
+			 "a success says nothing of the ranks");
+	free(text);
+
+	j.root = 1;
+	j.exit_code = 3;
+	text = printed(&j);
+	cr_assert(strstr(text, "slotrun: attempt 3 of 3, the last:\n"
+			       "slotrun: job failed: rank 4 (node 1, local rank 1, pid 1001) exit 3 at "), "%s", text);
+	free(text);
+}
+
+
 Test(summary, describe_code)
 {
 	static const struct { int code; const char *text; } t[] = {
