@@ -15,8 +15,12 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # starts no daemon where policy-rc.d forbids), examples/ssh/launch.sh
 # against an sshd in each namespace node (openssh-server), render the man
 # pages (man-db), run slotrun and wrap_rank under valgrind, and fuzz the
-# parsers (clang's libFuzzer).
-SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db valgrind clang)
+# parsers (clang's libFuzzer).  Packages go in without their recommends,
+# so what a test needs from a recommended package is named here:
+# libclang-rt-dev (libFuzzer and clang's sanitizer runtimes, which clang
+# only recommends; this name follows Debian's default clang).
+SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db valgrind clang
+	libclang-rt-dev)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {

@@ -57,15 +57,20 @@ def read(path):
 
 @case
 def an_unread_stdout_does_not_hold_back_a_failure():
-    # stdout is a pipe nobody reads; rank 1 fails after rank 0 has filled it
+    # stdout is a pipe nobody reads; rank 1 fails once rank 0 has filled it
+    # (rank 1 waits for the file `go`, made when the pipe is full)
     r, w = os.pipe()
     errf = os.path.join(TMP, "unread.err")
+    go = os.path.join(TMP, "unread.go")
     with open(errf, "wb") as err:
         p = start(["--slots", "2", "--grace", "1", "--", "sh", "-c",
-                   'if [ "$RANK" = 1 ]; then sleep 1; echo fail >&2; exit 7; fi; exec yes line'],
+                   f'if [ "$RANK" = 1 ]; then while [ ! -e {go} ]; do sleep 0.01; done; '
+                   'echo fail >&2; exit 7; fi; exec yes line'],
                   stdout=w, stderr=err)
     os.close(w)
     try:
+        wait_for(lambda: pipe_held(r) >= 65536 - 4096, 20, "the unread pipe to fill")
+        open(go, "w").close()
         code = wait_exit(p, 20, "with an unread stdout after a failure")
     finally:
         cleanup(p)

@@ -690,9 +690,16 @@ def chatty_background_process_does_not_hide_the_failure():
 @case
 def strays_that_fork_after_the_kill_walk_are_killed_too():
     marker = f"1000.{os.getpid()}"
-    stray = (f"trap '' TERM; while :; do sleep {marker} & done")  # forks as fast as it can
-    code, _, err = slotrun("--slots", "1", "--no-wrap", "--grace", "0.3", "--", "sh", "-c",
-                           f"sh -c \"{stray}\" & sleep 0.2; exit 0", timeout=20)
+    d = tempfile.mkdtemp()
+    forking = os.path.join(d, "forking")
+    # forks as fast as it can; the rank exits once it has begun
+    stray = f"trap '' TERM; sleep {marker} & touch {forking}; while :; do sleep {marker} & done"
+    try:
+        code, _, err = slotrun("--slots", "1", "--no-wrap", "--grace", "0.3", "--", "sh", "-c",
+                               f"sh -c \"{stray}\" & while [ ! -e {forking} ]; do sleep 0.01; done; exit 0",
+                               timeout=20)
+    finally:
+        shutil.rmtree(d)
     assert code == 0, (code, err)
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True).stdout.split()
     for pid in left:
@@ -705,10 +712,14 @@ def closed_standard_fds_do_not_become_signals():
     d = tempfile.mkdtemp()
     try:
         ef = os.path.join(d, "e.json")
-        # stderr lines arrive before rank 1 fails: were fd 2 libevent's
-        # signal pipe, their bytes would be read as signals ('\\n' is SIGUSR1)
-        cmd = (f"exec {SR} --slots 2 --error-file {ef} -- sh -c "
-               f"'echo warn >&2; echo out; [ $RANK = 1 ] && {{ sleep 0.5; exit 3; }}; exec sleep 30' 0<&- 1>&- 2>&-")
+        logs = os.path.join(d, "logs")
+        # rank 1 fails once slotrun has read both ranks' stderr lines (its
+        # log files hold them): were fd 2 libevent's signal pipe, their bytes
+        # would be read as signals ('\\n' is SIGUSR1)
+        seen = " && ".join(f"grep -qs warn {logs}/rank-{r}.stderr" for r in (0, 1))
+        cmd = (f"exec {SR} --slots 2 --log-dir {logs} --error-file {ef} -- sh -c "
+               f"'echo warn >&2; echo out; [ $RANK = 1 ] && {{ until {seen}; do sleep 0.01; done; exit 3; }}; "
+               f"exec sleep 30' 0<&- 1>&- 2>&-")
         code, _, _ = run_cmd(["sh", "-c", cmd], env=env_for(), timeout=20)
         assert code == 3, code
         assert json.load(open(ef))["root_cause"]["exit_code"] == 3
