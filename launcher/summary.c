@@ -235,7 +235,7 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->fate == SUP_W_RUNNING ? "running" :
 		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
 	if (o && w->note)
-		json_object_set_new(o, "note", json_string(w->note));
+		json_object_set_new(o, "note", line_json(w->note));
 	if (o && w->diag)
 		json_object_set_new(o, "at_kill", line_json(w->diag));
 	return o;

@@ -640,11 +640,9 @@ Test(summary, describe_code)
 	}
 }
 
-/* Disabled: worker_json adds the note with json_string(), which refuses
- * bytes that are not UTF-8, so such a note (a path in "cannot execute
- * '...'") is dropped from the file.  Enable once the note goes through
- * line_json like the other lines. */
-LEAK_TEST_OPTS(summary, a_note_naming_a_command_that_is_not_utf8_is_kept, .disabled = true)
+/* A note names the command it could not run: a path is bytes, not
+ * necessarily UTF-8, and json_string() would refuse it. */
+LEAK_TEST(summary, a_note_naming_a_command_that_is_not_utf8_is_kept)
 {
 	struct sum_job j = three_ranks();
 	json_t *root, *rc;
