@@ -57,8 +57,7 @@ static int comm_failed(const struct trainer *t, const char *during)
  * happens in fp16: the ring adds in float and rounds to fp16 at every hop.
  * The division by the world size comes after unpacking, in float32: one
  * fp16 rounding fewer than SLOTCOMM_AVG, whose fp16 division also costs more
- * than the sum (measured: 1 MiB elements over 2 ranks, 3.3 ms with avg,
- * 1.4 ms with sum).  Each rounding is off by at most 2^-11 relative, so
+ * than the sum.  Each rounding is off by at most 2^-11 relative, so
  * the result is within about n * 2^-11 relative of the float32 mean when
  * the ranks agree in sign (more where they cancel); magnitudes below 2^-14
  * keep fewer bits and below 2^-25 become 0; a partial sum above 65504
