@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the hwloc v2 XML topologies the topology tests plan on.
 
 Run from anywhere: `python3 tests/data/make_topologies.py` rewrites the
