@@ -261,78 +261,75 @@ long plane_frame_len(const unsigned char *buf, size_t have)
 	return have >= 4 + (size_t)body ? 4 + (long)body : 0;
 }
 
-int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m)
+/* Reads the body of a message of this type into m: 0, or -EPROTO for an
+ * unknown type or a field no sender writes.  A short body only marks r
+ * bad. */
+static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 {
-	struct rbuf r = { .p = frame, .len = len, .off = 4 };
 	unsigned char magic[PLANE_MAGIC_LEN];
-	unsigned type;
 
-	if (plane_frame_len(frame, len) != (long)len)
-		return -EPROTO;
-	memset(m, 0, sizeof(*m));
-	type = (unsigned)get_u64(&r, 1);
-	m->type = (enum plane_type)type;
 	switch (type) {
 	case PLANE_CHAL:
-		get_bytes(&r, magic, sizeof(magic));
-		if (!r.bad && memcmp(magic, PLANE_MAGIC, PLANE_MAGIC_LEN) != 0)
+		get_bytes(r, magic, sizeof(magic));
+		if (!r->bad && memcmp(magic, PLANE_MAGIC, PLANE_MAGIC_LEN) != 0)
 			return -EPROTO;
-		get_bytes(&r, m->nonce, AUTH_NONCE_LEN);
-		break;
+		get_bytes(r, m->nonce, AUTH_NONCE_LEN);
+		return 0;
 	case PLANE_JOIN:
-		get_bytes(&r, m->nonce, AUTH_NONCE_LEN);
-		get_bytes(&r, m->mac, AUTH_MAC_LEN);
-		get_join(&r, &m->join);
-		break;
+		get_bytes(r, m->nonce, AUTH_NONCE_LEN);
+		get_bytes(r, m->mac, AUTH_MAC_LEN);
+		get_join(r, &m->join);
+		return 0;
 	case PLANE_WELCOME:
-		get_bytes(&r, m->mac, AUTH_MAC_LEN);
-		break;
+		get_bytes(r, m->mac, AUTH_MAC_LEN);
+		return 0;
 	case PLANE_REFUSE:
-		get_str(&r, m->text, sizeof(m->text));
-		break;
+		get_str(r, m->text, sizeof(m->text));
+		return 0;
 	case PLANE_ABORT:
-		m->code = get_i32(&r);
-		get_str(&r, m->text, sizeof(m->text));
-		break;
+		m->code = get_i32(r);
+		get_str(r, m->text, sizeof(m->text));
+		return 0;
 	case PLANE_FAIL:
-		get_cause(&r, &m->cause);
-		break;
+		get_cause(r, &m->cause);
+		return 0;
 	case PLANE_STOP_REQ:
 	case PLANE_SIGNAL_REQ:
-		m->sig = get_i32(&r);
-		break;
+		m->sig = get_i32(r);
+		return 0;
 	case PLANE_STOP:
-		m->sig = get_i32(&r);
-		m->node = get_i32(&r);
-		get_cause(&r, &m->cause);
-		break;
+		m->sig = get_i32(r);
+		m->node = get_i32(r);
+		get_cause(r, &m->cause);
+		return 0;
 	case PLANE_SIGNAL:
-		m->sig = get_i32(&r);
-		m->node = get_i32(&r);
-		break;
+		m->sig = get_i32(r);
+		m->node = get_i32(r);
+		return 0;
 	case PLANE_DONE:
-		m->code = get_i32(&r);
-		break;
+		m->code = get_i32(r);
+		return 0;
 	case PLANE_END:
-		m->code = get_i32(&r);
-		get_cause(&r, &m->cause);
-		break;
+		m->code = get_i32(r);
+		get_cause(r, &m->cause);
+		return 0;
 	case PLANE_RESTART:
-		m->code = get_i32(&r);
-		m->delay_ms = get_i32(&r);
-		get_cause(&r, &m->cause);
-		if (m->code < 1 || m->delay_ms < 0)
-			return -EPROTO;
-		break;
+		m->code = get_i32(r);
+		m->delay_ms = get_i32(r);
+		get_cause(r, &m->cause);
+		return m->code < 1 || m->delay_ms < 0 ? -EPROTO : 0;
 	case PLANE_START:
 	case PLANE_PING:
-		break;
+		return 0;
 	default:
 		return -EPROTO;
 	}
-	if (r.bad || r.off != len)
-		return -EPROTO;
-	/* signals and statuses are small; anything else is not ours */
+}
+
+/* Signals and statuses are small; anything else is not ours.  0 or
+ * -EPROTO. */
+static int check_ranges(unsigned type, const struct plane_msg *m)
+{
 	if ((type == PLANE_STOP_REQ || type == PLANE_SIGNAL_REQ || type == PLANE_STOP ||
 	     type == PLANE_SIGNAL) && (m->sig < 0 || m->sig >= NSIG))
 		return -EPROTO;
@@ -340,6 +337,21 @@ int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m)
 	    (m->code < 0 || m->code > 255))
 		return -EPROTO;
 	return 0;
+}
+
+int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m)
+{
+	struct rbuf r = { .p = frame, .len = len, .off = 4 };
+	unsigned type;
+
+	if (plane_frame_len(frame, len) != (long)len)
+		return -EPROTO;
+	memset(m, 0, sizeof(*m));
+	type = (unsigned)get_u64(&r, 1);
+	m->type = (enum plane_type)type;
+	if (get_body(&r, type, m) < 0 || r.bad || r.off != len)
+		return -EPROTO;
+	return check_ranges(type, m);
 }
 
 /* ---- Handshake ---- */

@@ -109,15 +109,16 @@ static int env_long(const char *(*get)(const char *), const char *name, long min
 	return 0;
 }
 
-int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const char *), char *err,
-		      size_t errlen)
+/* The environment getter, as slotcomm_config_parse takes it. */
+typedef const char *(*env_get)(const char *);
+
+/* WORLD_SIZE, RANK, LOCAL_WORLD_SIZE and LOCAL_RANK (the last two default
+ * to one node's worth when LOCAL_WORLD_SIZE is WORLD_SIZE). */
+static int parse_ranks(struct slotcomm_config *cfg, env_get get, char *err, size_t errlen)
 {
-	long size, rank, lrank, lsize, port = 0;
-	const char *s;
-	char b[80];
+	long size, rank, lrank, lsize;
 	int r;
 
-	memset(cfg, 0, sizeof(*cfg));
 	if ((r = env_long(get, "WORLD_SIZE", 1, SLOTCOMM_MAX_RANKS, LONG_MIN, &size, err, errlen)) < 0 ||
 	    (r = env_long(get, "RANK", 0, SLOTCOMM_MAX_RANKS, LONG_MIN, &rank, err, errlen)) < 0)
 		return r;
@@ -134,23 +135,37 @@ int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const 
 	cfg->rank = (int)rank;
 	cfg->local_size = (int)lsize;
 	cfg->local_rank = (int)lrank;
+	return 0;
+}
 
-	s = get("MASTER_ADDR");
+/* MASTER_ADDR and MASTER_PORT, required only when there are other ranks. */
+static int parse_master(struct slotcomm_config *cfg, env_get get, char *err, size_t errlen)
+{
+	const char *s = get("MASTER_ADDR");
+	long port = 0;
+	int r;
+
 	if (s && *s) {
 		if (strlen(s) >= sizeof(cfg->master_addr))
 			return cfg_err(err, errlen, "MASTER_ADDR is longer than %zu bytes",
 				       sizeof(cfg->master_addr) - 1);
 		strcpy(cfg->master_addr, s);
-	} else if (size > 1) {
+	} else if (cfg->size > 1) {
 		return cfg_err(err, errlen, "MASTER_ADDR is not set (needed when WORLD_SIZE > 1)");
 	}
-	if ((r = env_long(get, "MASTER_PORT", 1, 65535, size > 1 ? LONG_MIN : 0, &port, err,
+	if ((r = env_long(get, "MASTER_PORT", 1, 65535, cfg->size > 1 ? LONG_MIN : 0, &port, err,
 			  errlen)) < 0)
 		return r;
 	cfg->master_port = (int)port;
+	return 0;
+}
+
+static int parse_timeout(struct slotcomm_config *cfg, env_get get, char *err, size_t errlen)
+{
+	const char *s = get("SLOTRUN_TIMEOUT");
+	char b[80];
 
 	cfg->timeout_s = SLOTCOMM_DEFAULT_TIMEOUT_S;
-	s = get("SLOTRUN_TIMEOUT");
 	if (s && *s) {
 		char *end;
 		double t;
@@ -163,8 +178,14 @@ int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const 
 				       "(e.g. 300 or 2.5)", comm_shown(s, b, sizeof(b)));
 		cfg->timeout_s = t;
 	}
+	return 0;
+}
 
-	s = get("SLOTRUN_TRANSPORT");
+static int parse_transport(struct slotcomm_config *cfg, env_get get, char *err, size_t errlen)
+{
+	const char *s = get("SLOTRUN_TRANSPORT");
+	char b[80];
+
 	if (!s || !*s || strcmp(s, "auto") == 0)
 		cfg->transport = SLOTCOMM_TRANSPORT_AUTO;
 	else if (strcmp(s, "tcp") == 0)
@@ -174,8 +195,15 @@ int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const 
 	else
 		return cfg_err(err, errlen, "SLOTRUN_TRANSPORT=%s: expected auto, tcp or shm",
 			       comm_shown(s, b, sizeof(b)));
+	return 0;
+}
 
-	s = get("SLOTRUN_JOB_SECRET");
+/* SLOTRUN_JOB_SECRET and NCCL_SOCKET_IFNAME, copied as they are. */
+static int parse_secret_ifname(struct slotcomm_config *cfg, env_get get, char *err,
+			       size_t errlen)
+{
+	const char *s = get("SLOTRUN_JOB_SECRET");
+
 	if (s) {
 		if (strlen(s) >= sizeof(cfg->secret))
 			return cfg_err(err, errlen, "SLOTRUN_JOB_SECRET is longer than %zu bytes",
@@ -188,6 +216,21 @@ int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const 
 			return cfg_err(err, errlen, "NCCL_SOCKET_IFNAME is too long");
 		strcpy(cfg->ifname, s);
 	}
+	return 0;
+}
+
+int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const char *), char *err,
+		      size_t errlen)
+{
+	int r;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if ((r = parse_ranks(cfg, get, err, errlen)) < 0 ||
+	    (r = parse_master(cfg, get, err, errlen)) < 0 ||
+	    (r = parse_timeout(cfg, get, err, errlen)) < 0 ||
+	    (r = parse_transport(cfg, get, err, errlen)) < 0 ||
+	    (r = parse_secret_ifname(cfg, get, err, errlen)) < 0)
+		return r;
 	comm_own_host(cfg->host, sizeof(cfg->host));
 	return 0;
 }

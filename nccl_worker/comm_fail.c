@@ -185,6 +185,110 @@ static int64_t grace_ns(const struct slotcomm *c)
 	return g < c->timeout_ns ? g : c->timeout_ns;
 }
 
+enum peer_sign { PEER_UNKNOWN, PEER_REPORTED, PEER_ALIVE };
+
+/* Fills c->watch and c->pfd with the control connections of the peers not
+ * heard from yet; returns how many. */
+static int watch_silent(struct slotcomm *c, const unsigned char *st)
+{
+	int np = 0;
+
+	for (int p = 1; p < c->size; p++)
+		if (st[p] == PEER_UNKNOWN && c->ctl[p] >= 0) {
+			c->watch[np] = p;
+			c->pfd[np++] = (struct pollfd){ .fd = c->ctl[p], .events = POLLIN };
+		}
+	return np;
+}
+
+/* Peer p's control connection is readable: a timeout report marks it
+ * REPORTED (the first one kept in *first), anything else but an abort
+ * ALIVE, left unread.  Returns 0, or the failure to end with after a hard
+ * fact (a closed connection, a real failure reported). */
+static int hear_peer(struct slotcomm *c, int p, unsigned char *st, struct frame_abort *first,
+		     const char *what)
+{
+	uint8_t hdr[FRAME_HDR_LEN];
+	struct frame_hdr h;
+	struct frame_abort a;
+	const char *why;
+	ssize_t k;
+	int r;
+
+	k = recv(c->ctl[p], hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+	if (k < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (k <= 0) {
+		char phrase[96];
+		int rc = k == 0 ? SOCK_EOF : -errno;
+
+		comm_io_phrase(c, rc, phrase, sizeof(phrase));
+		return comm_fail(c, rc, p, "peer rank %d %s during %s", p, phrase, what);
+	}
+	if (k < FRAME_HDR_LEN || frame_decode_hdr(hdr, UINT64_MAX, &h, &why) < 0 ||
+	    h.type != FRAME_ABORT) {
+		st[p] = PEER_ALIVE;
+		return 0;
+	}
+	(void)recv(c->ctl[p], hdr, sizeof(hdr), MSG_DONTWAIT);
+	r = read_abort(c, p, &h, &a, what);
+	if (r < 0)
+		return r;
+	if (!(a.flags & FRAME_ABORT_TIMEOUT))
+		return comm_fail_abort(c, p, &a, what);
+	st[p] = PEER_REPORTED;
+	if (first->origin < 0)
+		*first = a;
+	return 0;
+}
+
+/* Listens to the silent peers until each has shown a sign or the grace
+ * period is over.  Returns 0, or the failure hear_peer ended with. */
+static int listen_for_signs(struct slotcomm *c, unsigned char *st, struct frame_abort *first,
+			    const char *what)
+{
+	int64_t deadline = sock_now_ns() + grace_ns(c);
+
+	for (;;) {
+		int np = watch_silent(c, st), ms = sock_poll_ms(deadline);
+
+		if (np == 0 || ms == 0)
+			return 0;
+		if (poll(c->pfd, (nfds_t)np, ms) <= 0)
+			continue;
+		for (int i = 0; i < np; i++) {
+			int r;
+
+			if (!c->pfd[i].revents)
+				continue;
+			r = hear_peer(c, c->watch[i], st, first, what);
+			if (r < 0)
+				return r;
+		}
+	}
+}
+
+/* Lists the peers that showed no sign in list; v->culprit is the one
+ * such peer, -1 when there are several.  Returns how many. */
+static int list_silent(const struct slotcomm *c, const unsigned char *st, struct frame_abort *v,
+		       char *list, size_t size)
+{
+	int nsus = 0;
+
+	for (int p = 1; p < c->size; p++) {
+		if (st[p] != PEER_UNKNOWN)
+			continue;
+		if (nsus++ == 0)
+			v->culprit = p;
+		else
+			v->culprit = -1;
+		if (strlen(list) < size - 16)
+			snprintf(list + strlen(list), size - strlen(list), "%s%d",
+				 nsus > 1 ? ", " : "", p);
+	}
+	return nsus;
+}
+
 /* Rank 0 decides who is at fault after a timeout (its own, or one a peer
  * reported).  A stuck rank cannot say anything, while every live rank that
  * waits on it times out too and reports: so rank 0 listens to every control
@@ -194,85 +298,24 @@ static int64_t grace_ns(const struct slotcomm *c)
 static int chief_verdict(struct slotcomm *c, const struct frame_abort *report, int from,
 			 const char *own, int own_suspect, const char *what)
 {
-	enum { UNKNOWN, REPORTED, ALIVE };
 	unsigned char *st = calloc((size_t)c->size, 1);
 	struct frame_abort first = { .origin = -1 }, v = { .origin = 0, .culprit = -1 };
-	int64_t deadline = sock_now_ns() + grace_ns(c);
 	char list[200] = "";
-	int nsus = 0, r;
+	int nsus, r;
 
 	if (!st)
 		return comm_fail(c, -ENOMEM, -1, "out of memory");
-	st[0] = ALIVE;
+	st[0] = PEER_ALIVE;
 	if (report) {
-		st[from] = REPORTED;
+		st[from] = PEER_REPORTED;
 		first = *report;
 	}
-	for (;;) {
-		int np = 0, ms;
-
-		for (int p = 1; p < c->size; p++)
-			if (st[p] == UNKNOWN && c->ctl[p] >= 0) {
-				c->watch[np] = p;
-				c->pfd[np++] = (struct pollfd){ .fd = c->ctl[p], .events = POLLIN };
-			}
-		ms = sock_poll_ms(deadline);
-		if (np == 0 || ms == 0)
-			break;
-		if (poll(c->pfd, (nfds_t)np, ms) <= 0)
-			continue;
-		for (int i = 0; i < np; i++) {
-			int p = c->watch[i];
-			uint8_t hdr[FRAME_HDR_LEN];
-			struct frame_hdr h;
-			struct frame_abort a;
-			const char *why;
-			ssize_t k;
-
-			if (!c->pfd[i].revents)
-				continue;
-			k = recv(c->ctl[p], hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
-			if (k < 0 && (errno == EAGAIN || errno == EINTR))
-				continue;
-			if (k <= 0) {
-				char phrase[96];
-				int rc = k == 0 ? SOCK_EOF : -errno;
-
-				free(st);
-				comm_io_phrase(c, rc, phrase, sizeof(phrase));
-				return comm_fail(c, rc, p, "peer rank %d %s during %s", p, phrase, what);
-			}
-			if (k < FRAME_HDR_LEN || frame_decode_hdr(hdr, UINT64_MAX, &h, &why) < 0 ||
-			    h.type != FRAME_ABORT) {
-				st[p] = ALIVE;
-				continue;
-			}
-			(void)recv(c->ctl[p], hdr, sizeof(hdr), MSG_DONTWAIT);
-			r = read_abort(c, p, &h, &a, what);
-			if (r < 0) {
-				free(st);
-				return r;
-			}
-			if (!(a.flags & FRAME_ABORT_TIMEOUT)) {
-				free(st);
-				return comm_fail_abort(c, p, &a, what);
-			}
-			st[p] = REPORTED;
-			if (first.origin < 0)
-				first = a;
-		}
+	r = listen_for_signs(c, st, &first, what);
+	if (r < 0) {
+		free(st);
+		return r;
 	}
-	for (int p = 1; p < c->size; p++) {
-		if (st[p] != UNKNOWN)
-			continue;
-		if (nsus++ == 0)
-			v.culprit = p;
-		else
-			v.culprit = -1;
-		if (strlen(list) < sizeof(list) - 16)
-			snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%d",
-				 nsus > 1 ? ", " : "", p);
-	}
+	nsus = list_silent(c, st, &v, list, sizeof(list));
 	free(st);
 	if (nsus)
 		snprintf(v.reason, sizeof(v.reason),

@@ -66,97 +66,125 @@ static int option_error(int ch, char **argv)
 	return usage_error("unknown option '%s'", argv[optind - 1]);
 }
 
+static const struct option longopts[] = {
+	{ "backend", required_argument, NULL, 'B' },
+	{ "minbytes", required_argument, NULL, 'b' },
+	{ "maxbytes", required_argument, NULL, 'e' },
+	{ "stepfactor", required_argument, NULL, 'f' },
+	{ "stepbytes", required_argument, NULL, 'i' },
+	{ "iters", required_argument, NULL, 'n' },
+	{ "warmup_iters", required_argument, NULL, 'w' },
+	{ "datatype", required_argument, NULL, 'd' },
+	{ "op", required_argument, NULL, 'o' },
+	{ "check", required_argument, NULL, 'c' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* apply_option's answer when parsing goes on; anything else is the exit
+ * status. */
+enum { KEEP_PARSING = -1 };
+
+static int parse_backend(const char *arg, struct bench_opts *o)
+{
+	if (strcmp(arg, "auto") == 0)
+		o->backend = BENCH_AUTO;
+	else if (strcmp(arg, "cpu") == 0)
+		o->backend = BENCH_CPU;
+	else if (strcmp(arg, "nccl") == 0)
+		o->backend = BENCH_NCCL;
+	else
+		return usage_error("--backend '%s': expected auto, cpu or nccl", arg);
+	return KEEP_PARSING;
+}
+
+/* -d and -o take a name or "all" (-1: every one in turn). */
+static int parse_dtype(const char *arg, struct bench_opts *o)
+{
+	if (strcmp(arg, "all") == 0)
+		o->dtype = -1;
+	else if ((o->dtype = slotcomm_dtype_parse(arg)) < 0)
+		return usage_error("-d '%s': expected float32, float64, int32, int64, bf16, "
+				   "fp16 or all", arg);
+	return KEEP_PARSING;
+}
+
+static int parse_op(const char *arg, struct bench_opts *o)
+{
+	if (strcmp(arg, "all") == 0)
+		o->op = -1;
+	else if ((o->op = slotcomm_op_parse(arg)) < 0)
+		return usage_error("-o '%s': expected sum, prod, min, max, avg or all", arg);
+	return KEEP_PARSING;
+}
+
+/* Applies one option that getopt_long returned as ch: KEEP_PARSING, or the
+ * exit status (after --help, --version or a usage error). */
+static int apply_option(int ch, struct bench_opts *o, char **argv)
+{
+	long v;
+
+	switch (ch) {
+	case 'B':
+		return parse_backend(optarg, o);
+	case 'b':
+		if (bench_parse_size(optarg, &o->minbytes) < 0)
+			return usage_error("-b '%s': expected a size such as 4096, 4K or 64M", optarg);
+		return KEEP_PARSING;
+	case 'e':
+		if (bench_parse_size(optarg, &o->maxbytes) < 0)
+			return usage_error("-e '%s': expected a size such as 4096, 4K or 64M", optarg);
+		return KEEP_PARSING;
+	case 'f':
+		if (io_parse_long(optarg, 2, 1024, &v) < 0)
+			return usage_error("-f '%s': expected a factor from 2 to 1024", optarg);
+		o->factor = (uint64_t)v;
+		return KEEP_PARSING;
+	case 'i':
+		if (bench_parse_size(optarg, &o->stepbytes) < 0 || o->stepbytes == 0)
+			return usage_error("-i '%s': expected a size above 0", optarg);
+		return KEEP_PARSING;
+	case 'n':
+		if (io_parse_long(optarg, 1, 1000000000, &o->iters) < 0)
+			return usage_error("-n '%s': expected a count from 1", optarg);
+		return KEEP_PARSING;
+	case 'w':
+		if (io_parse_long(optarg, 0, 1000000000, &o->warmup) < 0)
+			return usage_error("-w '%s': expected a count from 0", optarg);
+		return KEEP_PARSING;
+	case 'd':
+		return parse_dtype(optarg, o);
+	case 'o':
+		return parse_op(optarg, o);
+	case 'c':
+		if (io_parse_long(optarg, 0, 1, &v) < 0)
+			return usage_error("-c '%s': expected 0 or 1", optarg);
+		o->check = (int)v;
+		return KEEP_PARSING;
+	case 'h':
+		fputs(usage, stdout);
+		return 0;
+	case 'V':
+		puts("nccl_worker " SLOTRUN_VERSION);
+		return 0;
+	default:
+		return option_error(ch, argv);
+	}
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "backend", required_argument, NULL, 'B' },
-		{ "minbytes", required_argument, NULL, 'b' },
-		{ "maxbytes", required_argument, NULL, 'e' },
-		{ "stepfactor", required_argument, NULL, 'f' },
-		{ "stepbytes", required_argument, NULL, 'i' },
-		{ "iters", required_argument, NULL, 'n' },
-		{ "warmup_iters", required_argument, NULL, 'w' },
-		{ "datatype", required_argument, NULL, 'd' },
-		{ "op", required_argument, NULL, 'o' },
-		{ "check", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct bench_opts o = {
 		.backend = BENCH_AUTO, .minbytes = 32u << 20, .maxbytes = 32u << 20, .factor = 2,
 		.iters = 20, .warmup = 5, .dtype = SLOTCOMM_FLOAT32, .op = SLOTCOMM_SUM, .check = 1,
 	};
-	long v;
-	int ch;
+	int ch, rc;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'B':
-			if (strcmp(optarg, "auto") == 0)
-				o.backend = BENCH_AUTO;
-			else if (strcmp(optarg, "cpu") == 0)
-				o.backend = BENCH_CPU;
-			else if (strcmp(optarg, "nccl") == 0)
-				o.backend = BENCH_NCCL;
-			else
-				return usage_error("--backend '%s': expected auto, cpu or nccl", optarg);
-			break;
-		case 'b':
-			if (bench_parse_size(optarg, &o.minbytes) < 0)
-				return usage_error("-b '%s': expected a size such as 4096, 4K or 64M", optarg);
-			break;
-		case 'e':
-			if (bench_parse_size(optarg, &o.maxbytes) < 0)
-				return usage_error("-e '%s': expected a size such as 4096, 4K or 64M", optarg);
-			break;
-		case 'f':
-			if (io_parse_long(optarg, 2, 1024, &v) < 0)
-				return usage_error("-f '%s': expected a factor from 2 to 1024", optarg);
-			o.factor = (uint64_t)v;
-			break;
-		case 'i':
-			if (bench_parse_size(optarg, &o.stepbytes) < 0 || o.stepbytes == 0)
-				return usage_error("-i '%s': expected a size above 0", optarg);
-			break;
-		case 'n':
-			if (io_parse_long(optarg, 1, 1000000000, &o.iters) < 0)
-				return usage_error("-n '%s': expected a count from 1", optarg);
-			break;
-		case 'w':
-			if (io_parse_long(optarg, 0, 1000000000, &o.warmup) < 0)
-				return usage_error("-w '%s': expected a count from 0", optarg);
-			break;
-		case 'd':
-			if (strcmp(optarg, "all") == 0)
-				o.dtype = -1;
-			else if ((o.dtype = slotcomm_dtype_parse(optarg)) < 0)
-				return usage_error("-d '%s': expected float32, float64, int32, int64, bf16, "
-						   "fp16 or all", optarg);
-			break;
-		case 'o':
-			if (strcmp(optarg, "all") == 0)
-				o.op = -1;
-			else if ((o.op = slotcomm_op_parse(optarg)) < 0)
-				return usage_error("-o '%s': expected sum, prod, min, max, avg or all",
-						   optarg);
-			break;
-		case 'c':
-			if (io_parse_long(optarg, 0, 1, &v) < 0)
-				return usage_error("-c '%s': expected 0 or 1", optarg);
-			o.check = (int)v;
-			break;
-		case 'h':
-			fputs(usage, stdout);
-			return 0;
-		case 'V':
-			puts("nccl_worker " SLOTRUN_VERSION);
-			return 0;
-		default:
-			return option_error(ch, argv);
-		}
-	}
+	while ((ch = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:h", longopts, NULL)) != -1)
+		if ((rc = apply_option(ch, &o, argv)) != KEEP_PARSING)
+			return rc;
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o.minbytes > o.maxbytes)

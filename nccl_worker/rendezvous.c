@@ -449,19 +449,13 @@ static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, str
 	return 0;
 }
 
-static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
-			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
+/* Connects to rank 0 as c->ctl[0]; where names it for the messages. */
+static int member_connect(struct slotcomm *c, const struct sockaddr_storage *master,
+			  socklen_t mlen, int64_t deadline, char *where, size_t wlen)
 {
-	struct frame_register m = { 0 };
-	uint8_t *buf, challenge[FRAME_NONCE_LEN], mac[FRAME_MAC_LEN];
-	size_t cap = FRAME_HDR_LEN + FRAME_TABLE_MAX(c->size) + FRAME_REGISTER_MAX;
-	struct frame_hdr h;
-	const char *why;
-	char where[128];
-	long n;
 	int fd, r;
 
-	sock_addr_str((const struct sockaddr *)master, where, sizeof(where));
+	sock_addr_str((const struct sockaddr *)master, where, wlen);
 	r = sock_connect((const struct sockaddr *)master, mlen, 0, deadline, &fd);
 	if (r == -ETIMEDOUT)
 		return comm_init_err(c, r, "cannot reach rank 0 at MASTER_ADDR:MASTER_PORT (%s) within %gs",
@@ -469,68 +463,122 @@ static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *
 	if (r < 0)
 		return comm_init_err(c, r, "cannot connect to rank 0 at %s: %s", where, strerror(-r));
 	c->ctl[0] = fd;
-	buf = malloc(cap);
-	if (!buf)
-		return comm_init_err(c, -ENOMEM, "out of memory");
+	return 0;
+}
 
-	r = member_recv(c, fd, buf, FRAME_CHALLENGE_LEN, &h, deadline,
+/* Receives rank 0's challenge, which the registration's seal answers. */
+static int member_challenge(struct slotcomm *c, uint8_t *buf, int64_t deadline, const char *where,
+			    uint8_t *challenge)
+{
+	struct frame_hdr h;
+	const char *why;
+	int r;
+
+	r = member_recv(c, c->ctl[0], buf, FRAME_CHALLENGE_LEN, &h, deadline,
 			"the challenge from rank 0 (is MASTER_PORT some other service?)");
 	if (r < 0)
-		goto out;
+		return r;
 	if (h.type != FRAME_CHALLENGE ||
-	    frame_challenge_decode(buf, h.len, challenge, &why) < 0) {
-		r = comm_init_err(c, -EPROTO, "rank 0 at %s sent a %s message where its challenge "
-				  "belongs", where, frame_type_name(h.type));
-		goto out;
-	}
+	    frame_challenge_decode(buf, h.len, challenge, &why) < 0)
+		return comm_init_err(c, -EPROTO, "rank 0 at %s sent a %s message where its challenge "
+				     "belongs", where, frame_type_name(h.type));
+	return 0;
+}
 
+/* Fills this rank's registration, offering my_addr or, without one, the
+ * address of the control connection. */
+static int member_fill(struct slotcomm *c, const char *my_addr, int dport,
+		       struct frame_register *m)
+{
 	if (my_addr[0]) {
-		snprintf(m.addr, sizeof(m.addr), "%s", my_addr);
+		snprintf(m->addr, sizeof(m->addr), "%s", my_addr);
 	} else {
 		/* The address this connection leaves from reaches the chief,
 		 * so it is the one to offer. */
 		struct sockaddr_storage ls;
 		socklen_t llen = sizeof(ls);
 
-		if (getsockname(fd, (struct sockaddr *)&ls, &llen) < 0 ||
-		    sock_addr_host((struct sockaddr *)&ls, m.addr, sizeof(m.addr)) < 0) {
-			r = comm_init_err(c, -errno, "getsockname: %s", strerror(errno));
-			goto out;
-		}
+		if (getsockname(c->ctl[0], (struct sockaddr *)&ls, &llen) < 0 ||
+		    sock_addr_host((struct sockaddr *)&ls, m->addr, sizeof(m->addr)) < 0)
+			return comm_init_err(c, -errno, "getsockname: %s", strerror(errno));
 	}
-	m.rank = (uint32_t)c->rank;
-	m.size = (uint32_t)c->size;
-	m.local_rank = (uint32_t)c->cfg.local_rank;
-	m.local_size = (uint32_t)c->cfg.local_size;
-	m.port = (uint16_t)dport;
-	snprintf(m.host, sizeof(m.host), "%s", c->cfg.host);
-	memcpy(m.ring_nonce, c->peers[c->rank].ring_nonce, FRAME_NONCE_LEN);
-	auth_nonce(m.nonce);
-	n = frame_register_encode(&m, buf + FRAME_HDR_LEN, cap - FRAME_HDR_LEN);
-	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_REGISTER, challenge, m.nonce);
-	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
-	r = sock_send_all(fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-	if (r < 0) {
-		r = comm_init_io_err(c, r, 0, "during the rendezvous");
-		goto out;
-	}
+	m->rank = (uint32_t)c->rank;
+	m->size = (uint32_t)c->size;
+	m->local_rank = (uint32_t)c->cfg.local_rank;
+	m->local_size = (uint32_t)c->cfg.local_size;
+	m->port = (uint16_t)dport;
+	snprintf(m->host, sizeof(m->host), "%s", c->cfg.host);
+	memcpy(m->ring_nonce, c->peers[c->rank].ring_nonce, FRAME_NONCE_LEN);
+	auth_nonce(m->nonce);
+	return 0;
+}
 
-	r = member_recv(c, fd, buf, cap - FRAME_HDR_LEN, &h, deadline,
+/* Sends the registration m, sealed over rank 0's challenge. */
+static int member_register(struct slotcomm *c, uint8_t *buf, size_t cap,
+			   const struct frame_register *m, const uint8_t *challenge, int64_t deadline)
+{
+	long n;
+	int r;
+
+	n = frame_register_encode(m, buf + FRAME_HDR_LEN, cap - FRAME_HDR_LEN);
+	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_REGISTER, challenge, m->nonce);
+	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
+	r = sock_send_all(c->ctl[0], buf, FRAME_HDR_LEN + (size_t)n, deadline);
+	if (r < 0)
+		return comm_init_io_err(c, r, 0, "during the rendezvous");
+	return 0;
+}
+
+/* Receives the table of every rank into c->peers; its seal over our nonce
+ * and the challenge proves it comes from rank 0 of this job. */
+static int member_table(struct slotcomm *c, uint8_t *buf, size_t cap, const uint8_t *nonce,
+			const uint8_t *challenge, int64_t deadline, const char *where)
+{
+	uint8_t mac[FRAME_MAC_LEN];
+	struct frame_hdr h;
+	const char *why;
+	int r;
+
+	r = member_recv(c, c->ctl[0], buf, cap - FRAME_HDR_LEN, &h, deadline,
 			"the table from rank 0 (it is still waiting for other ranks)");
 	if (r < 0)
-		goto out;
-	if (h.type != FRAME_TABLE) {
-		r = comm_init_err(c, -EPROTO, "rank 0 sent a %s message during the rendezvous",
-			     frame_type_name(h.type));
-		goto out;
-	}
+		return r;
+	if (h.type != FRAME_TABLE)
+		return comm_init_err(c, -EPROTO, "rank 0 sent a %s message during the rendezvous",
+				     frame_type_name(h.type));
 	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, mac, &why);
 	if (r < 0)
-		r = comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
-	else if (!frame_sealed(buf, h.len, c->cfg.secret, LABEL_TABLE, m.nonce, challenge))
-		r = comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
-				  "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
-out:
+		return comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
+	if (!frame_sealed(buf, h.len, c->cfg.secret, LABEL_TABLE, nonce, challenge))
+		return comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
+				     "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
+	return r;
+}
+
+/* A member: connects to rank 0, answers its challenge with a sealed
+ * registration, and receives the sealed table of every rank. */
+static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
+			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
+{
+	struct frame_register m = { 0 };
+	uint8_t *buf, challenge[FRAME_NONCE_LEN];
+	size_t cap = FRAME_HDR_LEN + FRAME_TABLE_MAX(c->size) + FRAME_REGISTER_MAX;
+	char where[128];
+	int r;
+
+	r = member_connect(c, master, mlen, deadline, where, sizeof(where));
+	if (r < 0)
+		return r;
+	buf = malloc(cap);
+	if (!buf)
+		return comm_init_err(c, -ENOMEM, "out of memory");
+	r = member_challenge(c, buf, deadline, where, challenge);
+	if (r == 0)
+		r = member_fill(c, my_addr, dport, &m);
+	if (r == 0)
+		r = member_register(c, buf, cap, &m, challenge, deadline);
+	if (r == 0)
+		r = member_table(c, buf, cap, m.nonce, challenge, deadline, where);
 	free(buf);
 	return r;
 }

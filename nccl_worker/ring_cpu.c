@@ -290,84 +290,126 @@ static void local_bufs(struct ring *g, uint64_t bytes)
 	g->buf = want;
 }
 
+/* ring_run's clock: the deadline, pushed back on progress, and the spin
+ * before a sleep. */
+struct pace {
+	int64_t deadline;
+	uint64_t sent;       /* since the deadline was last pushed back */
+	int64_t spin_until;  /* -1: not spinning */
+};
+
+static int rcv_open(const struct job *j)
+{
+	return j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
+}
+
+/* One recv and one send, where their streams are still open; *blocked
+ * when the send found the socket full.  1 when bytes moved, 0 when none
+ * did, or the failure. */
+static int move_bytes(struct slotcomm *c, struct job *j, struct pace *p, int *blocked)
+{
+	int progress = 0, moved = 0, r;
+
+	if (rcv_open(j)) {
+		r = recv_some(c, j, j->g->left);
+		if (r < 0)
+			return r;
+		progress |= r;
+	}
+	if (j->snd.step < j->nsteps) {
+		r = send_some(c, j, j->g->right, blocked);
+		if (r < 0)
+			return r;
+		moved = r;
+		p->sent += (uint64_t)r;
+	}
+	if (progress || p->sent >= COMM_SEND_PROGRESS) {
+		p->deadline = sock_now_ns() + c->timeout_ns;
+		p->sent = 0;
+		if (c->tp->progress)
+			c->tp->progress(c);
+	}
+	if (progress || moved) {
+		p->spin_until = -1;
+		return 1;
+	}
+	return 0;
+}
+
+/* Poll again for a while before sleeping: the next bytes are usually
+ * microseconds away, and a wake-up from poll(2) costs more than that once
+ * ranks outnumber cores.  sched_yield hands the core to a rank that has
+ * work meanwhile.  1 while the spin lasts. */
+static int keep_spinning(struct pace *p)
+{
+	if (p->spin_until < 0)
+		p->spin_until = sock_now_ns() + RING_SPIN_NS;
+	if (sock_now_ns() < p->spin_until) {
+		sched_yield();
+		return 1;
+	}
+	return 0;
+}
+
+/* Sleeps in poll(2) until a stream can move or a control connection speaks,
+ * or the deadline passes (the failure then names the neighbour at fault).
+ * 0, or the failure. */
+static int wait_ready(struct slotcomm *c, struct job *j, int blocked, int64_t deadline)
+{
+	int np = 0, nw, ms, r;
+
+	if (rcv_open(j))
+		c->pfd[np++] = (struct pollfd){ .fd = j->g->recv_fd, .events = POLLIN };
+	if (blocked)
+		c->pfd[np++] = (struct pollfd){ .fd = j->g->send_fd, .events = POLLOUT };
+	nw = comm_watch_fill(c, c->pfd + np);
+	ms = sock_poll_ms(deadline);
+	if (ms == 0) {
+		/* A full send buffer means the right neighbour stopped
+		 * reading; otherwise we wait on the left one. */
+		if (blocked)
+			return peer_fail(c, j, j->g->right, -ETIMEDOUT, j->snd.step + 1);
+		return peer_fail(c, j, j->g->left, -ETIMEDOUT, j->rcv.step + 1);
+	}
+	r = poll(c->pfd, (nfds_t)(np + nw), ms);
+	if (r < 0 && errno != EINTR)
+		return comm_fail(c, -errno, -1, "poll: %s", strerror(errno));
+	if (r > 0 && nw) {
+		r = comm_watch_check(c, c->pfd + np, nw, "all-reduce");
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Sends our header, then moves bytes until both streams are done: spins a
+ * little when nothing moves, then sleeps in poll(2). */
 static int ring_run(struct slotcomm *c, struct job *j)
 {
-	int left = j->g->left, right = j->g->right;
-	int64_t deadline = sock_now_ns() + c->timeout_ns;
-	uint64_t sent = 0;  /* since the deadline was last pushed back */
-	int64_t spin_until = -1;
+	struct pace p = { .deadline = sock_now_ns() + c->timeout_ns, .spin_until = -1 };
 	int r;
 
 	/* Our header first: the socket is empty between collectives, so it
 	 * fits. */
-	r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, deadline);
+	r = sock_send_all(j->g->send_fd, j->hdr_out, HDR_BYTES, p.deadline);
 	if (r < 0)
-		return peer_fail(c, j, right, r, 0);
+		return peer_fail(c, j, j->g->right, r, 0);
 	settle(j, &j->snd, 1);
 	comm_watch_init(c);
 
 	for (;;) {
-		int progress = 0, moved = 0, blocked = 0, np = 0, nw, ms;
-		int rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
+		int blocked = 0;
 
-		if (!rcv_open && j->snd.step >= j->nsteps)
+		if (!rcv_open(j) && j->snd.step >= j->nsteps)
 			return 0;
-		if (rcv_open) {
-			r = recv_some(c, j, left);
-			if (r < 0)
-				return r;
-			progress |= r;
-		}
-		if (j->snd.step < j->nsteps) {
-			r = send_some(c, j, right, &blocked);
-			if (r < 0)
-				return r;
-			moved = r;
-			sent += (uint64_t)r;
-		}
-		if (progress || sent >= COMM_SEND_PROGRESS) {
-			deadline = sock_now_ns() + c->timeout_ns;
-			sent = 0;
-			if (c->tp->progress)
-				c->tp->progress(c);
-		}
-		if (progress || moved) {
-			spin_until = -1;
+		r = move_bytes(c, j, &p, &blocked);
+		if (r < 0)
+			return r;
+		if (r > 0 || keep_spinning(&p))
 			continue;
-		}
-		/* Poll again for a while before sleeping: the next bytes are
-		 * usually microseconds away, and a wake-up from poll(2) costs
-		 * more than that once ranks outnumber cores.  sched_yield
-		 * hands the core to a rank that has work meanwhile. */
-		if (spin_until < 0)
-			spin_until = sock_now_ns() + RING_SPIN_NS;
-		if (sock_now_ns() < spin_until) {
-			sched_yield();
-			continue;
-		}
-
-		rcv_open = j->hdr_got < HDR_BYTES || j->rcv.step < j->nsteps;
-		if (rcv_open)
-			c->pfd[np++] = (struct pollfd){ .fd = j->g->recv_fd, .events = POLLIN };
-		if (blocked)
-			c->pfd[np++] = (struct pollfd){ .fd = j->g->send_fd, .events = POLLOUT };
-		nw = comm_watch_fill(c, c->pfd + np);
-		ms = sock_poll_ms(deadline);
-		if (ms == 0) {
-			/* A full send buffer means the right neighbour stopped
-			 * reading; otherwise we wait on the left one. */
-			if (blocked)
-				return peer_fail(c, j, right, -ETIMEDOUT, j->snd.step + 1);
-			return peer_fail(c, j, left, -ETIMEDOUT, j->rcv.step + 1);
-		}
-		r = poll(c->pfd, (nfds_t)(np + nw), ms);
-		if (r < 0 && errno != EINTR)
-			return comm_fail(c, -errno, -1, "poll: %s", strerror(errno));
-		if (r > 0 && nw) {
-			r = comm_watch_check(c, c->pfd + np, nw, "all-reduce");
-			if (r < 0)
-				return r;
-		}
+		r = wait_ready(c, j, blocked, p.deadline);
+		if (r < 0)
+			return r;
 	}
 }
 

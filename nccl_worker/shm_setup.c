@@ -187,14 +187,12 @@ static int map_segment(struct shm *s, int fd)
 	return 0;
 }
 
-/* The leader: makes the segment, hands it to every member that proves its
- * token, and checks that each one's probe shows in its own mapping. */
-static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
-		char *why, size_t len)
+/* Makes the segment, sized, sealed and mapped: returns its memfd, or the
+ * error with why filled. */
+static int make_segment(struct slotcomm *c, struct shm *s, char *why, size_t len)
 {
 	char name[64];
-	uint64_t cookie;
-	int mfd, r, left = s->m - 1;
+	int mfd, r;
 
 	snprintf(name, sizeof(name), "slotrun-shm:%d", c->cfg.master_port);
 	mfd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -215,6 +213,15 @@ static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, i
 		return setup_err(why, len, r, "rank %d (node leader): mmap of %llu bytes: %s", c->rank,
 				 (unsigned long long)s->lay.total, strerror(-r));
 	}
+	return mfd;
+}
+
+/* Writes the segment's header and the leader's probe; returns the cookie
+ * each member must write back into its own control line. */
+static uint64_t stamp_header(struct shm *s)
+{
+	uint64_t cookie;
+
 	if (getrandom(&cookie, sizeof(cookie), 0) != (ssize_t)sizeof(cookie))
 		cookie = (uint64_t)sock_now_ns() ^ ((uint64_t)getpid() << 32);
 	cookie |= 1;  /* never 0, which a fresh segment reads */
@@ -224,27 +231,45 @@ static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, i
 	s->hdr->size = s->lay.total;
 	s->hdr->cookie = cookie;
 	ctl_of(s, 0)->probe = cookie;
+	return cookie;
+}
+
+/* Reads the hello of a connection just accepted: returns the index of the
+ * member it proves to be (its rank and token match, and it has no
+ * connection yet), or -1. */
+static int admit(const struct shm *s, const struct shm_info *all, int fd, int64_t deadline)
+{
+	struct hello h;
+	int k = -1;
+	/* A stranger that says nothing costs at most 5 s. */
+	int64_t dl = sock_now_ns() + 5000000000LL;
+
+	if (dl > deadline)
+		dl = deadline;
+	if (sock_recv_all(fd, &h, sizeof(h), dl) == 0)
+		for (int i = 1; i < s->m; i++)
+			if (s->ranks[i] == (int)h.rank && s->fd[i] < 0 &&
+			    memcmp(h.token, all[h.rank].token, SHM_TOKEN_LEN) == 0)
+				k = i;
+	return k;
+}
+
+/* Accepts connections until every member has the segment's fd (kept in
+ * s->fd) or the deadline passes; returns how many members are missing. */
+static int hand_over(struct slotcomm *c, struct shm *s, const struct shm_info *all, int mfd,
+		     uint64_t cookie, int64_t deadline)
+{
+	int left = s->m - 1;
 
 	while (left > 0) {
-		struct hello h;
-		int fd, k = -1;
-		int64_t dl;
+		int fd, k;
 
-		r = wait_fd(c->shm_lfd, POLLIN, deadline);
-		if (r < 0)
+		if (wait_fd(c->shm_lfd, POLLIN, deadline) < 0)
 			break;
 		fd = accept4(c->shm_lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
-		/* A stranger that says nothing costs at most 5 s. */
-		dl = sock_now_ns() + 5000000000LL;
-		if (dl > deadline)
-			dl = deadline;
-		if (sock_recv_all(fd, &h, sizeof(h), dl) == 0)
-			for (int i = 1; i < s->m; i++)
-				if (s->ranks[i] == (int)h.rank && s->fd[i] < 0 &&
-				    memcmp(h.token, all[h.rank].token, SHM_TOKEN_LEN) == 0)
-					k = i;
+		k = admit(s, all, fd, deadline);
 		if (k < 0 || send_fd(fd, mfd, &cookie, sizeof(cookie)) < 0) {
 			close(fd);
 			continue;
@@ -252,20 +277,19 @@ static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, i
 		s->fd[k] = fd;
 		left--;
 	}
-	close(mfd);
-	if (left > 0) {
-		for (int i = 1; i < s->m; i++)
-			if (s->fd[i] < 0)
-				return setup_err(why, len, -ETIMEDOUT, "rank %d did not come for this "
-						 "node's shared memory within %gs", s->ranks[i],
-						 c->cfg.timeout_s);
-	}
-	/* Each member answers one byte once it mapped the segment and wrote
-	 * the cookie into its control line ('A'), or gave up ('N'). */
+	return left;
+}
+
+/* Each member answers one byte once it mapped the segment and wrote the
+ * cookie into its control line ('A'), or gave up ('N'); the cookie must
+ * then show in the leader's own mapping. */
+static int check_probes(struct slotcomm *c, struct shm *s, uint64_t cookie, int64_t deadline,
+			char *why, size_t len)
+{
 	for (int i = 1; i < s->m; i++) {
 		char a = 0;
+		int r = sock_recv_all(s->fd[i], &a, 1, deadline);
 
-		r = sock_recv_all(s->fd[i], &a, 1, deadline);
 		if (r < 0 || a != 'A')
 			return setup_err(why, len, r < 0 ? r : -EPROTO, "rank %d could not map this "
 					 "node's shared memory%s", s->ranks[i],
@@ -275,6 +299,30 @@ static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, i
 					 "mapping: the segment is not shared", s->ranks[i], c->rank);
 	}
 	return 0;
+}
+
+/* The leader: makes the segment, hands it to every member that proves its
+ * token, and checks that each one's probe shows in its own mapping. */
+static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, int64_t deadline,
+		char *why, size_t len)
+{
+	uint64_t cookie;
+	int mfd, left;
+
+	mfd = make_segment(c, s, why, len);
+	if (mfd < 0)
+		return mfd;
+	cookie = stamp_header(s);
+	left = hand_over(c, s, all, mfd, cookie, deadline);
+	close(mfd);
+	if (left > 0) {
+		for (int i = 1; i < s->m; i++)
+			if (s->fd[i] < 0)
+				return setup_err(why, len, -ETIMEDOUT, "rank %d did not come for this "
+						 "node's shared memory within %gs", s->ranks[i],
+						 c->cfg.timeout_s);
+	}
+	return check_probes(c, s, cookie, deadline, why, len);
 }
 
 /* A member: connects to the leader, maps what it hands over, and checks

@@ -107,89 +107,111 @@ static int option_error(int ch, char **argv)
 	return usage_error("unknown option '%s'", argv[optind - 1]);
 }
 
-int main(int argc, char **argv)
-{
-	enum { O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_RESUME, O_SEED };
-	static const struct option longopts[] = {
-		{ "steps", required_argument, NULL, O_STEPS },
-		{ "grad-bytes", required_argument, NULL, O_GRAD },
-		{ "global-batch-size", required_argument, NULL, O_BATCH },
-		{ "aggregation-frequency", required_argument, NULL, O_AGG },
-		{ "fp16-compress", no_argument, NULL, O_FP16 },
-		{ "no-average-metrics", no_argument, NULL, O_NOAVG },
-		{ "checkpoint-dir", required_argument, NULL, O_DIR },
-		{ "resume", no_argument, NULL, O_RESUME },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct train_opts o = { .agg_freq = 1, .average_metrics = true };
-	long v;
-	int ch;
+enum { O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_RESUME, O_SEED };
 
-	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-		switch (ch) {
-		case O_STEPS:
-			if (io_parse_long(optarg, 1, MODEL_MAX_STEPS, &v) < 0)
-				return usage_error("--steps '%s': expected a count from 1 to %u",
-							 optarg, MODEL_MAX_STEPS);
-			o.steps = (uint64_t)v;
-			break;
-		case O_GRAD:
-			if (parse_size(optarg, &o.grad_bytes) < 0 || o.grad_bytes < 4 ||
-			    o.grad_bytes % 4 || o.grad_bytes > MODEL_MAX_GRAD_BYTES)
-				return usage_error("--grad-bytes '%s': expected a multiple of 4 "
-							 "from 4 to 256M", optarg);
-			break;
-		case O_BATCH:
-			if (io_parse_long(optarg, 1, MODEL_MAX_BATCH, &v) < 0)
-				return usage_error("--global-batch-size '%s': expected a count "
-							 "from 1 to %u", optarg, MODEL_MAX_BATCH);
-			o.global_batch = (uint64_t)v;
-			break;
-		case O_AGG:
-			if (io_parse_long(optarg, 1, MODEL_MAX_AGG, &v) < 0)
-				return usage_error("--aggregation-frequency '%s': expected a count "
-							 "from 1 to %u", optarg, MODEL_MAX_AGG);
-			o.agg_freq = (uint32_t)v;
-			break;
-		case O_FP16:
-			o.fp16 = true;
-			break;
-		case O_NOAVG:
-			o.average_metrics = false;
-			break;
-		case O_DIR:
-			if (!*optarg)
-				return usage_error("--checkpoint-dir: expected a folder");
-			o.ckpt_dir = optarg;
-			break;
-		case O_RESUME:
-			o.resume = true;
-			break;
-		case O_SEED:
-			if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
-				return usage_error("--seed '%s': expected a number from 0", optarg);
-			o.seed = (uint64_t)v;
-			break;
-		case 'h':
-			fputs(train_usage, stdout);
-			return 0;
-		default:
-			return option_error(ch, argv);
-		}
+static const struct option longopts[] = {
+	{ "steps", required_argument, NULL, O_STEPS },
+	{ "grad-bytes", required_argument, NULL, O_GRAD },
+	{ "global-batch-size", required_argument, NULL, O_BATCH },
+	{ "aggregation-frequency", required_argument, NULL, O_AGG },
+	{ "fp16-compress", no_argument, NULL, O_FP16 },
+	{ "no-average-metrics", no_argument, NULL, O_NOAVG },
+	{ "checkpoint-dir", required_argument, NULL, O_DIR },
+	{ "resume", no_argument, NULL, O_RESUME },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* apply_option's answer when parsing goes on; anything else is the exit
+ * status. */
+enum { KEEP_PARSING = -1 };
+
+/* Applies one option that getopt_long returned as ch: KEEP_PARSING, or the
+ * exit status (after --help or a usage error). */
+static int apply_option(int ch, struct train_opts *o, char **argv)
+{
+	long v;
+
+	switch (ch) {
+	case O_STEPS:
+		if (io_parse_long(optarg, 1, MODEL_MAX_STEPS, &v) < 0)
+			return usage_error("--steps '%s': expected a count from 1 to %u", optarg,
+					   MODEL_MAX_STEPS);
+		o->steps = (uint64_t)v;
+		return KEEP_PARSING;
+	case O_GRAD:
+		if (parse_size(optarg, &o->grad_bytes) < 0 || o->grad_bytes < 4 ||
+		    o->grad_bytes % 4 || o->grad_bytes > MODEL_MAX_GRAD_BYTES)
+			return usage_error("--grad-bytes '%s': expected a multiple of 4 from 4 to 256M",
+					   optarg);
+		return KEEP_PARSING;
+	case O_BATCH:
+		if (io_parse_long(optarg, 1, MODEL_MAX_BATCH, &v) < 0)
+			return usage_error("--global-batch-size '%s': expected a count from 1 to %u",
+					   optarg, MODEL_MAX_BATCH);
+		o->global_batch = (uint64_t)v;
+		return KEEP_PARSING;
+	case O_AGG:
+		if (io_parse_long(optarg, 1, MODEL_MAX_AGG, &v) < 0)
+			return usage_error("--aggregation-frequency '%s': expected a count from 1 to %u",
+					   optarg, MODEL_MAX_AGG);
+		o->agg_freq = (uint32_t)v;
+		return KEEP_PARSING;
+	case O_FP16:
+		o->fp16 = true;
+		return KEEP_PARSING;
+	case O_NOAVG:
+		o->average_metrics = false;
+		return KEEP_PARSING;
+	case O_DIR:
+		if (!*optarg)
+			return usage_error("--checkpoint-dir: expected a folder");
+		o->ckpt_dir = optarg;
+		return KEEP_PARSING;
+	case O_RESUME:
+		o->resume = true;
+		return KEEP_PARSING;
+	case O_SEED:
+		if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
+			return usage_error("--seed '%s': expected a number from 0", optarg);
+		o->seed = (uint64_t)v;
+		return KEEP_PARSING;
+	case 'h':
+		fputs(train_usage, stdout);
+		return 0;
+	default:
+		return option_error(ch, argv);
 	}
-	if (optind < argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
-	if (!o.steps)
-		return usage_error("--steps is required");
-	if (!o.grad_bytes)
-		return usage_error("--grad-bytes is required");
-	if (!o.global_batch)
-		return usage_error("--global-batch-size is required");
-	if (!o.ckpt_dir)
-		return usage_error("--checkpoint-dir is required");
-	return train_main(&o);
 }
 
+/* The options without a default: 0, or the usage error's exit status. */
+static int check_required(const struct train_opts *o)
+{
+	if (!o->steps)
+		return usage_error("--steps is required");
+	if (!o->grad_bytes)
+		return usage_error("--grad-bytes is required");
+	if (!o->global_batch)
+		return usage_error("--global-batch-size is required");
+	if (!o->ckpt_dir)
+		return usage_error("--checkpoint-dir is required");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct train_opts o = { .agg_freq = 1, .average_metrics = true };
+	int ch, rc;
+
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1)
+		if ((rc = apply_option(ch, &o, argv)) != KEEP_PARSING)
+			return rc;
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	rc = check_required(&o);
+	if (rc)
+		return rc;
+	return train_main(&o);
+}
