@@ -42,6 +42,7 @@ static double now_since(const struct runner *r)
 }
 
 static void apply(struct runner *r, struct sup_actions a);
+static void stop_collecting(struct runner *r);
 static void carry_out(struct runner *r, struct sup_actions a);
 
 static void finish(struct runner *r)
@@ -67,6 +68,10 @@ static void feed(struct runner *r, struct sup_event ev)
 	if (r->plane && r->sup.root_cause >= 0 && r->sup.root_cause != root)
 		tell_plane_root(r);
 	apply(r, a);
+	/* a second SIGINT means kill now, whether the user's Ctrl-C reached
+	 * this slotrun or came from another node through the job plane */
+	if (r->diag && r->sup.sigints >= 2)
+		stop_collecting(r);
 }
 
 /* ---- Diagnostics before the SIGKILL ---- */
@@ -235,8 +240,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
-	if (r->diag && r->sup.sigints >= 2) /* a second SIGINT: kill now */
-		stop_collecting(r);
 	if (r->plane) {
 		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
 	} else if (!r->started && (sig == SIGTERM || sig == SIGINT)) {

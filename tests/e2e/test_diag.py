@@ -9,7 +9,9 @@ before the SIGKILL; the `eu-stack` found first in node 1's PATH is a stand-in
 that never answers, so the collection runs into its deadline.  Meanwhile the
 heartbeats must go on."""
 import os
+import signal
 import stat
+import time
 
 from harness import case, run
 from jobs import Job, clean_env, job_on
@@ -22,7 +24,8 @@ SLOW_EU_STACK = """#!/usr/bin/python3
 # SPDX-License-Identifier: MIT
 # A stack source that never answers: it notes that it was asked, then waits.
 import os, time
-open(os.path.join(os.environ["DIAG_DIR"], "asked.%d" % os.getpid()), "w").close()
+open(os.path.join(os.environ["DIAG_DIR"], "asked.%s.%d" % (os.environ.get("DIAG_NODE", "1"), os.getpid())),
+     "w").close()
 time.sleep(120)
 """
 
@@ -70,6 +73,42 @@ def slow_diagnostics_on_one_node_do_not_lose_it():
         job.assert_err_everywhere("slotrun: | [rank=0] bad batch", nodes=range(2))
         # what node 1 did collect is still shown
         assert b"at the grace's end:" in job.err(1) and b"(python3) state " in job.err(1), job.describe()
+        job.assert_nothing_left()
+
+
+# Both signals a user's Ctrl-C may bring are ignored, as by a rank stuck in
+# a collective under a framework that handles SIGINT itself.
+STUBBORN = ["python3", "-c",
+            "import signal, time\n"
+            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "print('ready', flush=True)\n"
+            "time.sleep(120)\n"]
+
+
+@case
+def a_second_ctrl_c_on_the_chief_cuts_every_node_s_collection_short():
+    # The first SIGINT stops the job everywhere; at the grace's end each
+    # node collects before its SIGKILL, from a stack source that never
+    # answers.  The second SIGINT means "kill now": the chief gets it
+    # itself, a member through the job plane, and neither may sit out the
+    # collection's deadline (launcher/diag.h: 8 s).
+    with job_on(2, "dc") as job:
+        bin_dir = slow_stack_path(job.dir)
+        for i in range(2):
+            env = clean_env({"DIAG_DIR": job.dir, "DIAG_NODE": str(i), "SLOTRUN_JOB_SECRET": "diag-e2e-secret"})
+            env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+            job.spawn(i, ["--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(job.cl.addrs),
+                          "--slots", "1", *OPTS, "--", *STUBBORN], env)
+        job.wait(lambda: all(b"[rank=%d] ready\n" % i in job.out(i) for i in range(2)), 30,
+                 "both ranks ready")
+        job.procs[0].p.send_signal(signal.SIGINT)
+        job.wait(lambda: all(any(f.startswith("asked.%d." % i) for f in os.listdir(job.dir)) for i in range(2)),
+                 30, "both nodes collecting their stacks")
+        job.procs[0].p.send_signal(signal.SIGINT)
+        second = time.monotonic()
+        job.expect_exit([130, 130], timeout=30)
+        job.exited_within([0, 1], second, 5)
         job.assert_nothing_left()
 
 
