@@ -16,6 +16,7 @@
 
 #include "clock.h"
 #include "procs.h"
+#include "quote.h"
 #include "spawn.h"
 
 /* What the collector writes: for each worker with a process tree a line
@@ -114,7 +115,8 @@ static void stack(FILE *out, const char *eu_stack, pid_t pid, double deadline)
  * where. */
 static void proc_line(FILE *out, pid_t pid)
 {
-	char path[64], stat[512], wchan[128] = "", comm[64] = "?", state = '?', *open_paren, *close_paren;
+	char path[64], stat[512], wchan[128] = "", name[64], comm[QUOTE_SIZE(16)] = "?", state = '?';
+	char *open_paren, *close_paren;
 	FILE *in;
 	size_t n;
 
@@ -127,7 +129,10 @@ static void proc_line(FILE *out, pid_t pid)
 	open_paren = strchr(stat, '(');
 	close_paren = strrchr(stat, ')');
 	if (open_paren && close_paren && close_paren > open_paren) {
-		snprintf(comm, sizeof(comm), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+		/* a process names itself (prctl PR_SET_NAME): a newline in
+		 * it must not make a line of ours, nor another worker's "@i" */
+		snprintf(name, sizeof(name), "%.*s", (int)(close_paren - open_paren - 1), open_paren + 1);
+		quote_ctl(comm, sizeof(comm), name, 16);
 		state = close_paren[1] == ' ' ? close_paren[2] : '?';
 	}
 	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);

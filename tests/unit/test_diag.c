@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -135,6 +136,57 @@ LEAK_TEST(diag, shows_state_and_wait_channel_of_each_root)
 	cr_assert_null(diag_take(d, 1), "handed over once");
 	free(t);
 	diag_free(d);
+	stop_sleeper(sleeper);
+	event_base_free(base);
+}
+
+/* A worker names its own processes: a name with newlines in it must not
+ * forge lines of the report, nor another worker's part of it. */
+LEAK_TEST(diag, a_process_name_cannot_forge_another_worker_s_lines)
+{
+	struct event_base *base = event_base_new();
+	pid_t named = fork(), sleeper, roots[2];
+	struct diag *d;
+	bool done = false;
+	char *t0, *t1;
+
+	if (named == 0) {
+		prctl(PR_SET_NAME, "\n@1\nHACK");
+		for (;;)
+			pause();
+	}
+	cr_assert_gt(named, 0);
+	sleeper = start_sleeper();
+	/* the name is set once /proc shows it */
+	for (double end = clock_mono() + 10; clock_mono() < end; usleep(10000)) {
+		char path[64], *stat;
+		bool set;
+
+		snprintf(path, sizeof(path), "/proc/%d/stat", (int)named);
+		stat = io_read_file(path, 1024);
+		set = stat && strstr(stat, "HACK");
+		free(stat);
+		if (set)
+			break;
+	}
+	roots[0] = named;
+	roots[1] = sleeper;
+	setenv("PATH", "/nonexistent", 1); /* no stacks */
+	cr_assert_eq(diag_start(&d, base, roots, 2, DIAG_DEADLINE, on_done, &done), 0);
+	run_until(base, &done, 20);
+	cr_assert(done);
+	t0 = diag_take(d, 0);
+	t1 = diag_take(d, 1);
+	cr_assert_not_null(t0);
+	cr_assert_not_null(t1);
+	cr_expect_not_null(strstr(t0, "(\\x0a@1\\x0aHACK) state "), "%s", t0);
+	cr_expect_null(strstr(t1, "HACK"), "worker 1's text was forged: %s", t1);
+	cr_expect_not_null(strstr(t1, "(sleep) state S"), "%s", t1);
+	free(t0);
+	free(t1);
+	diag_free(d);
+	kill(named, SIGKILL);
+	waitpid(named, NULL, 0);
 	stop_sleeper(sleeper);
 	event_base_free(base);
 }
