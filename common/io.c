@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "io.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +48,8 @@ int io_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+#define TEMP_HEX 12    /* hex digits of a temporary name's random part */
+
 /* A name no other process can guess: O_EXCL makes a clash harmless, the
  * randomness makes it unlikely that someone plants one to make us fail. */
 static void temp_name(char *buf, size_t size, const char *base, unsigned attempt)
@@ -53,7 +58,7 @@ static void temp_name(char *buf, size_t size, const char *base, unsigned attempt
 
 	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
 		r = (uint64_t)(clock_mono() * 1e9) ^ ((uint64_t)getpid() << 40) ^ attempt;
-	snprintf(buf, size, ".%s.%012llx.tmp", base, (unsigned long long)(r & 0xffffffffffffull));
+	snprintf(buf, size, ".%s.%0*llx.tmp", base, TEMP_HEX, (unsigned long long)(r & 0xffffffffffffull));
 }
 
 static int open_temp(int dfd, const char *base, mode_t mode, char *tmp, size_t size)
@@ -76,7 +81,7 @@ static int replace_at(int dfd, const char *base, const void *buf, size_t len, mo
 	char tmp[NAME_MAX + 1];
 	int fd, r;
 
-	if (strlen(base) + sizeof(".") + 13 + sizeof(".tmp") > sizeof(tmp))
+	if (strlen(base) + sizeof(".") + TEMP_HEX + 1 + sizeof(".tmp") > sizeof(tmp))
 		return -ENAMETOOLONG;
 	fd = open_temp(dfd, base, mode, tmp, sizeof(tmp));
 	if (fd < 0)
@@ -95,13 +100,15 @@ static int replace_at(int dfd, const char *base, const void *buf, size_t len, mo
 	return 0;
 }
 
-int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode)
+/* The folder of path, opened, and the name in it; or -errno. */
+static int open_folder(const char *path, const char **base)
 {
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	const char *slash = strrchr(path, '/');
 	char dir[4096];
-	int dfd, r;
+	int dfd;
 
-	if (!*base)
+	*base = slash ? slash + 1 : path;
+	if (!**base)
 		return -EISDIR;
 	if (!slash)
 		snprintf(dir, sizeof(dir), ".");
@@ -112,11 +119,58 @@ int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode)
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return dfd < 0 ? -errno : dfd;
+}
+
+/* Whether name is one temp_name() makes for base. */
+static bool is_temp_of(const char *name, const char *base)
+{
+	size_t bl = strlen(base);
+
+	if (name[0] != '.' || strncmp(name + 1, base, bl) != 0 || name[1 + bl] != '.')
+		return false;
+	name += 2 + bl;
+	for (int i = 0; i < TEMP_HEX; i++)
+		if (!isxdigit((unsigned char)name[i]))
+			return false;
+	return strcmp(name + TEMP_HEX, ".tmp") == 0;
+}
+
+int io_remove_stale_temps(const char *path)
+{
+	const char *base;
+	struct dirent *e;
+	int dfd = open_folder(path, &base), removed = 0;
+	DIR *dir;
+
 	if (dfd < 0)
-		return -errno;
+		return dfd;
+	if (!(dir = fdopendir(dfd))) {
+		int r = -errno;
+
+		close(dfd);
+		return r;
+	}
+	while ((e = readdir(dir)))
+		if (is_temp_of(e->d_name, base) && unlinkat(dfd, e->d_name, 0) == 0)
+			removed++;
+	closedir(dir);
+	return removed;
+}
+
+int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode)
+{
+	const char *base;
+	int dfd = open_folder(path, &base), r;
+
+	if (dfd < 0)
+		return dfd;
 	r = replace_at(dfd, base, buf, len, mode);
-	/* the rename itself is durable only once the folder is synced */
-	if (r == 0 && fsync(dfd) < 0)
+	/* The rename itself is durable only once the folder is synced.  Some
+	 * file systems (FUSE, some network ones) refuse fsync on a folder:
+	 * there the rename is as durable as they make it, and the file is in
+	 * place, so that is no failure to report. */
+	if (r == 0 && fsync(dfd) < 0 && errno != EINVAL && errno != ENOTSUP && errno != EROFS)
 		r = -errno;
 	close(dfd);
 	return r;

@@ -32,6 +32,13 @@ int io_write_all(int fd, const void *buf, size_t len);
  * folder's) leaves the new file in place, not yet durable. */
 int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode);
 
+/* Removes the temporary files that io_replace_file(path) left in path's
+ * folder when its process was killed mid-write (each as large as the file
+ * it was to become).  Only for a caller that is path's one writer: another
+ * writer's temporary file in flight would go too.  Returns how many were
+ * removed, or -errno when the folder cannot be read. */
+int io_remove_stale_temps(const char *path);
+
 /* read(2) that retries EINTR.  Returns bytes read (0 at EOF) or -errno. */
 ssize_t io_read(int fd, void *buf, size_t len);
 

@@ -275,6 +275,8 @@ int ckpt_write_file(const char *dir, const uint8_t *buf, size_t len, char *err, 
 		return io_fail(errno, "create", dir, NULL, err, errlen);
 	if (snprintf(path, sizeof(path), "%s/" CKPT_FILE, dir) >= (int)sizeof(path))
 		return io_fail(ENAMETOOLONG, "write", dir, CKPT_FILE, err, errlen);
+	/* what a write killed midway left (this rank is the file's one writer) */
+	(void)io_remove_stale_temps(path);
 	r = io_replace_file(path, buf, len, 0644);
 	if (r < 0)
 		return io_fail(-r, "write", dir, CKPT_FILE, err, errlen);
