@@ -202,20 +202,25 @@ static bool pidfd_ended(int fd)
  * still alive behind its own pidfd (fds[d->up]; root is the caller's and
  * trusted).  A pid that was recycled since the walk then either names a
  * dead process (the pidfd is stale: signals fail) or fails the check.
+ * A process whose parent died since the walk has been reparented to root
+ * (the caller, a subreaper): it is still root's, and no process can be
+ * born root's child meanwhile, since root is here and not forking.
  * Returns the fd, -1 when the process is gone or is another one, or -2
  * when pidfds are unavailable (no kernel support, no fd left). */
-static int hold(const struct desc *d, const int *fds)
+static int hold(const struct desc *d, const int *fds, pid_t root)
 {
 	pid_t ppid;
 	int fd = pidfd_open(d->pid);
 
 	if (fd < 0)
 		return errno == ESRCH ? -1 : -2;
-	if (d->up >= 0 && (fds[d->up] < 0 || pidfd_ended(fds[d->up]))) {
+	if (read_ppid(d->pid, &ppid) < 0) {
 		close(fd);
 		return -1;
 	}
-	if (read_ppid(d->pid, &ppid) < 0 || ppid != d->ppid) {
+	if (ppid == root && d->ppid != root)
+		return fd;
+	if (ppid != d->ppid || (d->up >= 0 && (fds[d->up] < 0 || pidfd_ended(fds[d->up])))) {
 		close(fd);
 		return -1;
 	}
@@ -225,14 +230,14 @@ static int hold(const struct desc *d, const int *fds)
 /* Signals every process in list.  All are held (pidfds) before the first
  * signal: a parent killed first would otherwise fail its children's
  * check.  Where pidfds are unavailable, kill(2) on the pid as walked. */
-static int signal_all(const struct desc *list, int n, int sig)
+static int signal_all(const struct desc *list, int n, int sig, pid_t root)
 {
 	int *fds = malloc((n ? (size_t)n : 1) * sizeof(*fds)), count = 0;
 
 	if (!fds)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++)
-		fds[i] = hold(&list[i], fds);
+		fds[i] = hold(&list[i], fds, root);
 	for (int i = 0; i < n; i++) {
 		if (fds[i] >= 0) {
 			if (pidfd_signal(fds[i], sig) == 0)
@@ -253,7 +258,7 @@ int procs_signal_descendants(pid_t root, int sig)
 
 	if (n < 0)
 		return n;
-	count = signal_all(list, n, sig);
+	count = signal_all(list, n, sig, root);
 	free(list);
 	return count;
 }

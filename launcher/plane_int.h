@@ -78,7 +78,8 @@ static inline void plane_say(const struct plane *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	p->h->say(p->arg, line);
+	if (p->h->say)
+		p->h->say(p->arg, line);
 }
 
 static inline const char *plane_host(const struct plane *p, int node)

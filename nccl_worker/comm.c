@@ -411,6 +411,8 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->peers = calloc(n, sizeof(*c->peers));
 	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
 	c->ctl = malloc(n * sizeof(*c->ctl));
+	for (size_t i = 0; c->ctl && i < n; i++)    /* slotcomm_destroy closes what is >= 0 */
+		c->ctl[i] = -1;
 	c->ctl_mid = calloc(n, 1);
 	c->watch = calloc(n, sizeof(*c->watch));
 	c->pfd = calloc(n + 2, sizeof(*c->pfd));
@@ -419,8 +421,6 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		c->ctl[i] = -1;
 
 	if (c->size == 1) {
 		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", c->cfg.host);
