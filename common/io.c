@@ -74,6 +74,22 @@ static int open_temp(int dfd, const char *base, mode_t mode, char *tmp, size_t s
 	return -EEXIST;
 }
 
+/* Whether the entry base in dfd may be renamed over: nothing, a regular
+ * file or a link (the link is replaced, what it names is untouched).
+ * Checked just before the rename, so a device or FIFO put there since a
+ * caller's io_check_replace is not destroyed either; what appears in the
+ * instant between this check and the rename is not seen. */
+static int replaceable_at(int dfd, const char *base)
+{
+	struct stat st;
+
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (S_ISDIR(st.st_mode))
+		return -EISDIR;
+	return S_ISREG(st.st_mode) || S_ISLNK(st.st_mode) ? 0 : -EEXIST;
+}
+
 /* Writes buf to a new temporary file in dfd and renames it to base; the
  * temporary file is gone on any failure. */
 static int replace_at(int dfd, const char *base, const void *buf, size_t len, mode_t mode)
@@ -91,6 +107,8 @@ static int replace_at(int dfd, const char *base, const void *buf, size_t len, mo
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
+	if (r == 0)
+		r = replaceable_at(dfd, base);
 	if (r == 0 && renameat(dfd, tmp, dfd, base) < 0)
 		r = -errno;
 	if (r < 0) {
@@ -156,6 +174,54 @@ int io_remove_stale_temps(const char *path)
 			removed++;
 	closedir(dir);
 	return removed;
+}
+
+int io_check_replace(const char *path, mode_t *found)
+{
+	const char *base;
+	struct stat st;
+	int dfd = open_folder(path, &base), r = 0;
+
+	*found = 0;
+	if (dfd < 0)
+		return dfd;
+	/* what the folder's permissions and mount allow this process, as
+	 * the temporary file's creation will find them */
+	if (faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) < 0) {
+		r = -errno;
+	} else if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		r = errno == ENOENT ? 0 : -errno;
+	} else {
+		/* a link is replaced, not followed, but one to a device or
+		 * a folder says the path was meant for something else */
+		if (S_ISLNK(st.st_mode) && fstatat(dfd, base, &st, 0) < 0)
+			st.st_mode = 0; /* a link to nothing: replacing it harms nothing */
+		*found = st.st_mode & S_IFMT;
+		if (S_ISDIR(st.st_mode))
+			r = -EISDIR;
+		else if (*found && !S_ISREG(st.st_mode))
+			r = -EEXIST;
+	}
+	close(dfd);
+	return r;
+}
+
+int io_remove_regular(const char *path)
+{
+	const char *base;
+	struct stat st;
+	int dfd = open_folder(path, &base), r = 0;
+
+	if (dfd < 0)
+		return dfd;
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EEXIST;
+	else if (unlinkat(dfd, base, 0) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
 }
 
 int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode)

@@ -27,10 +27,29 @@ int io_write_all(int fd, const void *buf, size_t len);
  * with O_EXCL|O_NOFOLLOW (so a file or link planted there is never
  * written through), is fsync'ed, renamed over path (a link at path itself
  * is replaced, not followed), and the folder fsync'ed so the rename
- * survives a crash.  Every failure before the rename removes the
- * temporary file.  Returns 0 or -errno; a failure of the last fsync (the
- * folder's) leaves the new file in place, not yet durable. */
+ * survives a crash.  Only a regular file or a link is replaced: a folder
+ * at path gives -EISDIR, a device, FIFO or socket -EEXIST, and neither is
+ * touched.  Every failure before the rename removes the temporary file.
+ * Returns 0 or -errno; a failure of the last fsync (the folder's) leaves
+ * the new file in place, not yet durable. */
 int io_replace_file(const char *path, const void *buf, size_t len, mode_t mode);
+
+/* Whether io_replace_file(path) can put its file at path destroying
+ * nothing but an old regular file: path's folder exists and the caller
+ * may create files in it (a read-only mount says so, also to root), and
+ * at path there is nothing, a regular file, or a symbolic link to a
+ * regular file or to nothing.  *found gets the S_IFMT type of what is at
+ * path, through a link (0: nothing).  Returns 0, or -errno: -ENOENT,
+ * -ENOTDIR, -EACCES, -EROFS, ... for the folder; -EISDIR when path is a
+ * folder or a link to one; -EEXIST when it is a device, FIFO or socket or
+ * a link to one (see *found).  Checking is no lock: io_replace_file
+ * checks again what it replaces. */
+int io_check_replace(const char *path, mode_t *found);
+
+/* Removes path if it is a regular file (not a link, nor anything else).
+ * Returns 0, -ENOENT when there is none, -EEXIST when something else is
+ * there (left as it is), or the -errno of the removal. */
+int io_remove_regular(const char *path);
 
 /* Removes the temporary files that io_replace_file(path) left in path's
  * folder when its process was killed mid-write (each as large as the file

@@ -326,3 +326,106 @@ LEAK_TEST(replace_file, a_full_disk_keeps_the_old_file)
 	cr_assert_eq(entries("small"), 1, "a temporary file was left");
 	cr_assert_eq(umount(dir), 0);
 }
+
+LEAK_TEST(replace_file, a_fifo_at_the_name_is_left_and_said)
+{
+	const char *path = tmp_path("fifo");
+	struct stat st;
+
+	cr_assert_eq(mkfifo(path, 0644), 0);
+	cr_assert_eq(io_replace_file(path, "x", 1, 0644), -EEXIST);
+	cr_assert_eq(lstat(path, &st), 0);
+	cr_assert(S_ISFIFO(st.st_mode));
+	cr_assert_eq(entries(NULL), 1, "a temporary file was left");
+}
+
+/* ---- io_check_replace, io_remove_regular ---- */
+
+TestSuite(check_replace, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeout = 20);
+
+LEAK_TEST(check_replace, accepts_nothing_a_file_and_links_to_a_file_or_nothing)
+{
+	mode_t found = 1;
+
+	cr_assert_eq(io_check_replace(tmp_path("none"), &found), 0);
+	cr_assert_eq(found, 0);
+	cr_assert_eq(io_check_replace(tmp_write("file", "x", 1), &found), 0);
+	cr_assert_eq(found, S_IFREG);
+	cr_assert_eq(symlink(tmp_path("file"), tmp_path("link")), 0);
+	cr_assert_eq(io_check_replace(tmp_path("link"), &found), 0);
+	cr_assert_eq(found, S_IFREG);
+	cr_assert_eq(symlink(tmp_path("gone"), tmp_path("dangling")), 0);
+	cr_assert_eq(io_check_replace(tmp_path("dangling"), &found), 0);
+	cr_assert_eq(found, 0);
+	cr_assert_eq(entries(NULL), 3, "the check created or removed something");
+}
+
+LEAK_TEST(check_replace, refuses_folders_devices_fifos_and_links_to_them)
+{
+	mode_t found;
+
+	cr_assert_eq(mkdir(tmp_path("dir"), 0755), 0);
+	cr_assert_eq(io_check_replace(tmp_path("dir"), &found), -EISDIR);
+	cr_assert_eq(io_check_replace(tmp_path("dir/"), &found), -EISDIR);
+	cr_assert_eq(mkfifo(tmp_path("fifo"), 0644), 0);
+	cr_assert_eq(io_check_replace(tmp_path("fifo"), &found), -EEXIST);
+	cr_assert_eq(found, S_IFIFO);
+	cr_assert_eq(symlink(tmp_path("fifo"), tmp_path("to_fifo")), 0);
+	cr_assert_eq(io_check_replace(tmp_path("to_fifo"), &found), -EEXIST);
+	cr_assert_eq(found, S_IFIFO);
+	cr_assert_eq(symlink("/dev/null", tmp_path("to_null")), 0);
+	cr_assert_eq(io_check_replace(tmp_path("to_null"), &found), -EEXIST);
+	cr_assert_eq(found, S_IFCHR);
+	cr_assert_eq(symlink(tmp_path("dir"), tmp_path("to_dir")), 0);
+	cr_assert_eq(io_check_replace(tmp_path("to_dir"), &found), -EISDIR);
+	cr_assert_eq(entries(NULL), 5, "the check created or removed something");
+}
+
+LEAK_TEST(check_replace, says_what_is_wrong_with_the_folder)
+{
+	mode_t found;
+
+	tmp_write("file", "x", 1);
+	cr_assert_eq(io_check_replace(tmp_path("none/out"), &found), -ENOENT);
+	cr_assert_eq(io_check_replace(tmp_path("file/out"), &found), -ENOTDIR);
+}
+
+/* Root may write any folder its mode forbids, but no read-only mount:
+ * as root the folder is a tmpfs mounted read-only in a mount namespace of
+ * this test's own, otherwise a folder of mode 0555. */
+LEAK_TEST(check_replace, a_folder_that_cannot_be_written_is_said)
+{
+	const char *dir = tmp_path("ro");
+	mode_t found;
+
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	if (geteuid() != 0) {
+		cr_assert_eq(chmod(dir, 0555), 0);
+		cr_assert_eq(io_check_replace(tmp_path("ro/out"), &found), -EACCES);
+		cr_assert_eq(chmod(dir, 0755), 0);
+		return;
+	}
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("none", dir, "tmpfs", MS_RDONLY, NULL) < 0)
+		cr_skip_test("cannot mount a read-only tmpfs here: %s", strerror(errno));
+	cr_assert_eq(io_check_replace(tmp_path("ro/out"), &found), -EROFS);
+	cr_assert_eq(umount(dir), 0);
+}
+
+LEAK_TEST(check_replace, remove_regular_removes_only_a_regular_file)
+{
+	struct stat st;
+
+	cr_assert_eq(io_remove_regular(tmp_write("file", "x", 1)), 0);
+	cr_assert_eq(lstat(tmp_path("file"), &st), -1);
+	cr_assert_eq(io_remove_regular(tmp_path("file")), -ENOENT);
+	tmp_write("target", "keep", 4);
+	cr_assert_eq(symlink(tmp_path("target"), tmp_path("link")), 0);
+	cr_assert_eq(io_remove_regular(tmp_path("link")), -EEXIST);
+	cr_assert_eq(mkfifo(tmp_path("fifo"), 0644), 0);
+	cr_assert_eq(io_remove_regular(tmp_path("fifo")), -EEXIST);
+	cr_assert_eq(mkdir(tmp_path("dir"), 0755), 0);
+	cr_assert_eq(io_remove_regular(tmp_path("dir")), -EEXIST);
+	cr_assert_eq(entries(NULL), 4, "something else was removed");
+	assert_file(tmp_path("target"), "keep");
+}
