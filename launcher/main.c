@@ -446,10 +446,56 @@ static int setup_plane(struct launch *l)
 	return GO_ON;
 }
 
+static const char *file_type(mode_t type)
+{
+	switch (type) {
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	default: return "not a regular file";
+	}
+}
+
+/* --error-file is written at the end, as a new regular file renamed over
+ * the path: what would make that fail, or replace something that is not
+ * an error file (a device, a FIFO, a folder, a link to one), stops the job
+ * here, before anything starts, rather than after it ran.  Nothing at the
+ * path is touched. */
+static int check_error_file(struct launch *l)
+{
+	const char *path = l->o.error_file, *slash;
+	char dir[PATH_MAX];
+	mode_t found;
+	int r;
+
+	if (!path || (r = io_check_replace(path, &found)) == 0)
+		return GO_ON;
+	slash = strrchr(path, '/');
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
+		 slash ? path : ".");
+	if (r == -EISDIR)
+		snprintf(l->err, sizeof(l->err), "--error-file %s: is a folder: give a file's path, "
+			 "e.g. %s/slotrun-error.json", path, path);
+	else if (r == -EEXIST)
+		snprintf(l->err, sizeof(l->err), "--error-file %s: is %s, which the error file would "
+			 "replace: give the path of a regular file or of none", path, file_type(found));
+	else if (r == -ENOENT || r == -ENOTDIR)
+		snprintf(l->err, sizeof(l->err), "--error-file %s: its folder %s %s: create it, or give "
+			 "a path in an existing folder", path, dir,
+			 r == -ENOENT ? "does not exist" : "is not a folder");
+	else
+		snprintf(l->err, sizeof(l->err), "--error-file %s: cannot create a file in its folder "
+			 "%s: %s: give a path in a writable folder", path, dir, strerror(-r));
+	return fail(2, l->err);
+}
+
 static int run(struct launch *l)
 {
-	int code = filter_console(l);
+	int code = check_error_file(l);
 
+	if (code == GO_ON)
+		code = filter_console(l);
 	if (code == GO_ON)
 		code = make_log_dir(l);
 	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->o.log_dir != NULL, &l->nofile, l->err,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io.h"
 #include "summary.h"
 
 /* What was lost on the way, one line each: a log file that failed, a
@@ -38,6 +39,19 @@ static bool lost_any(const struct runner *r)
 	return r->cons.con[0].dropped || r->cons.con[1].dropped;
 }
 
+/* A clean run: an error file an earlier run left must not pass for this
+ * run's.  Only a regular file goes; a link or anything else at the path
+ * was not ours to write (slotrun checked it at start and would replace
+ * only a link). */
+static void clear_error_file(struct runner *r)
+{
+	const char *path = r->cfg->error_file;
+	int e;
+
+	if (path && (e = io_remove_regular(path)) < 0 && e != -ENOENT && e != -EEXIST)
+		note(r, "slotrun: --error-file %s: cannot remove an earlier run's: %s", path, strerror(-e));
+}
+
 void report_print(struct runner *r, int code)
 {
 	const struct runner_cfg *c = r->cfg;
@@ -50,8 +64,10 @@ void report_print(struct runner *r, int code)
 	FILE *mem;
 
 	if (code == 0 && !r->attempt && !lost_any(r) &&
-	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal))
+	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal)) {
+		clear_error_file(r);
 		return;
+	}
 	sw = calloc((size_t)r->n, sizeof(*sw));
 	mem = open_memstream(&text, &len);
 	if (!sw || !mem) {
@@ -79,7 +95,9 @@ void report_print(struct runner *r, int code)
 		summary_print(mem, &job);
 	print_losses(mem, r);
 	if (c->error_file && summary_write_json(c->error_file, &job) < 0)
-		fprintf(mem, "slotrun: cannot write --error-file %s: %s\n", c->error_file, strerror(errno));
+		fprintf(mem, "slotrun: cannot write --error-file %s: %s\n", c->error_file,
+			errno == EEXIST ? "something other than a regular file is there (left as it is)" :
+			strerror(errno));
 	if (fclose(mem) == 0 && len)
 		out_console_put(&r->cons.con[1], text, len);
 	free(text);

@@ -391,18 +391,14 @@ static const struct plane_hooks plane_hooks = {
 
 /* ---- runner_run, in steps ---- */
 
-/* slotrun as a process: no old --error-file, our signals blocked until
+/* slotrun as a process: our signals blocked until
  * the loop handles them (*orig: the mask we were started with), SIGPIPE
  * ignored, and the subreaper of everything below us. */
-static void prepare_process(const struct runner_cfg *c, sigset_t *orig)
+static void prepare_process(sigset_t *orig)
 {
 	sigset_t block;
 	struct sigaction ign = { .sa_handler = SIG_IGN };
 
-	/* a file left by an earlier run must not pass for this run's */
-	if (c->error_file && unlink(c->error_file) < 0 && errno != ENOENT)
-		fprintf(stderr, "slotrun: --error-file %s: cannot remove the old one: %s\n", c->error_file,
-			strerror(errno));
 	handled_set(&block);
 	sigprocmask(SIG_BLOCK, &block, orig);
 	sigaction(SIGPIPE, &ign, NULL);
@@ -518,7 +514,7 @@ int runner_run(const struct runner_cfg *c)
 	int code = 1;
 
 	r.t0 = clock_mono();
-	prepare_process(c, &orig);
+	prepare_process(&orig);
 	r.orig_mask = orig;
 	if (setup_loop(&r) < 0)
 		goto out;
