@@ -453,7 +453,7 @@ static const char *file_type(mode_t type)
 	case S_IFBLK: return "a block device";
 	case S_IFIFO: return "a FIFO";
 	case S_IFSOCK: return "a socket";
-	default: return "not a regular file";
+	default: return "something else";
 	}
 }
 
@@ -464,8 +464,9 @@ static const char *file_type(mode_t type)
  * path is touched. */
 static int check_error_file(struct launch *l)
 {
-	const char *path = l->o.error_file, *slash;
+	const char *path = l->o.error_file, *slash, *link;
 	char dir[PATH_MAX];
+	struct stat st;
 	mode_t found;
 	int r;
 
@@ -474,19 +475,28 @@ static int check_error_file(struct launch *l)
 	slash = strrchr(path, '/');
 	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
 		 slash ? path : ".");
-	if (r == -EISDIR)
-		snprintf(l->err, sizeof(l->err), "--error-file %s: is a folder: give a file's path, "
-			 "e.g. %s/slotrun-error.json", path, path);
-	else if (r == -EEXIST)
-		snprintf(l->err, sizeof(l->err), "--error-file %s: is %s, which the error file would "
-			 "replace: give the path of a regular file or of none", path, file_type(found));
-	else if (r == -ENOENT || r == -ENOTDIR)
-		snprintf(l->err, sizeof(l->err), "--error-file %s: its folder %s %s: create it, or give "
-			 "a path in an existing folder", path, dir,
-			 r == -ENOENT ? "does not exist" : "is not a folder");
-	else
+	link = lstat(path, &st) == 0 && S_ISLNK(st.st_mode) ? "a link to " : "";
+	if (r == -EISDIR) {
+		size_t len = strlen(path);
+
+		while (len && path[len - 1] == '/')
+			len--;
+		snprintf(l->err, sizeof(l->err), "--error-file %s: is %sa folder: give a file's path, "
+			 "e.g. %.*s/slotrun-error.json", path, link, (int)len, path);
+	} else if (r == -EEXIST) {
+		snprintf(l->err, sizeof(l->err), "--error-file %s: is %s%s, not a file slotrun may "
+			 "replace: give the path of a regular file, or of none yet", path, link,
+			 file_type(found));
+	} else if (r == -ENOENT) {
+		snprintf(l->err, sizeof(l->err), "--error-file %s: its folder %s does not exist: create "
+			 "it, or give a path in an existing folder", path, dir);
+	} else if (r == -ENOTDIR) {
+		snprintf(l->err, sizeof(l->err), "--error-file %s: %s is not a folder: give a path in "
+			 "an existing folder", path, dir);
+	} else {
 		snprintf(l->err, sizeof(l->err), "--error-file %s: cannot create a file in its folder "
 			 "%s: %s: give a path in a writable folder", path, dir, strerror(-r));
+	}
 	return fail(2, l->err);
 }
 

@@ -52,7 +52,8 @@ def a_device_node_is_refused_and_survives():
     try:
         null = os.path.join(d, "null")
         os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
-        refused_at_start(null, "a character device", "give the path of a regular file")
+        refused_at_start(null, "is a character device, not a file slotrun may replace",
+                         "give the path of a regular file")
         assert stat.S_ISCHR(os.lstat(null).st_mode), "the device node was removed"
     finally:
         shutil.rmtree(d)
@@ -64,7 +65,7 @@ def a_fifo_is_refused_and_survives():
     try:
         fifo = os.path.join(d, "fifo")
         os.mkfifo(fifo)
-        refused_at_start(fifo, "a FIFO")
+        refused_at_start(fifo, "is a FIFO")
         assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "the FIFO was removed"
     finally:
         shutil.rmtree(d)
@@ -76,7 +77,7 @@ def a_link_to_a_device_is_refused_and_survives():
     try:
         link = os.path.join(d, "link")
         os.symlink("/dev/null", link)
-        refused_at_start(link, "a character device")
+        refused_at_start(link, "is a link to a character device")
         assert os.readlink(link) == "/dev/null", "the link was removed"
         assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
     finally:
