@@ -28,6 +28,66 @@ void out_tail_append(struct out_tail *t, const char *buf, size_t len)
 	}
 }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no
+ * overlong forms, no surrogates, nothing past U+10FFFF), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+char *out_tail_escape(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	char *out = malloc(len * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_len(u + i, len - i);
+
+		if (u[i] == '\\') {
+			*o++ = '\\';
+			*o++ = '\\';
+			i++;
+		} else if (n == 0 || (n == 1 && u[i] != '\t' && (u[i] < 0x20 || u[i] == 0x7f))) {
+			o += sprintf(o, "\\x%02x", u[i]);
+			i++;
+		} else {
+			memcpy(o, u + i, n);
+			o += n;
+			i += n;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines)
 {
 	size_t have = t->len < OUT_TAIL_BYTES ? t->len : OUT_TAIL_BYTES;
@@ -65,7 +125,7 @@ int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines)
 		char *nl = memchr(lin + p, '\n', end - p);
 		size_t l = (size_t)(nl - (lin + p));
 
-		if (!((*lines)[n] = strndup(lin + p, l))) { /* out of memory: no lines */
+		if (!((*lines)[n] = out_tail_escape(lin + p, l))) { /* out of memory: no lines */
 			while (n > 0)
 				free((*lines)[--n]);
 			free(*lines);

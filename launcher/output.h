@@ -87,9 +87,17 @@ void out_stream_close(struct out_stream *s);
 
 void out_tail_append(struct out_tail *t, const char *buf, size_t len);
 
+/* A worker's bytes as text that is valid UTF-8 and stays on one line, and
+ * from which every byte can be recovered: a byte that is not part of a
+ * well-formed UTF-8 sequence, a NUL and every other control character but
+ * tab is written as \xNN, a backslash as \\.  len bytes of s are read
+ * (NULs included).  Returns a malloc'd string, or NULL out of memory. */
+char *out_tail_escape(const char *s, size_t len);
+
 /* The last max_lines complete lines of the tail, oldest first, each
- * without its '\n', as malloc'd strings in *lines (free each and the
- * array).  Returns the count; out of memory, 0 with *lines NULL. */
+ * without its '\n' and escaped by out_tail_escape, as malloc'd strings in
+ * *lines (free each and the array).  Returns the count; out of memory, 0
+ * with *lines NULL. */
 int out_tail_lines(const struct out_tail *t, int max_lines, char ***lines);
 
 /* Parses a rank filter like "0,2-3" against world_size into a malloc'd

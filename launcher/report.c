@@ -89,7 +89,7 @@ void report_print(struct runner *r, int code)
 				.root = n ? r->sup.root_cause : -1,
 				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
 				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
-				.attempts = runner_attempts(r) };
+				.attempts = runner_attempts(r), .between = !r->started };
 	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
 					r->sup.root_cause >= 0 || r->sup.stop_signal))
 		summary_print(mem, &job);

@@ -46,6 +46,13 @@ static void fmt_time(const struct timespec *t, char *buf, size_t len, bool iso)
 	snprintf(buf + n, len - n, ".%03ld%s", t->tv_nsec / 1000000, iso ? "Z" : "");
 }
 
+/* Stopped, yet it exited with a code of its own rather than dying of the
+ * signal: its own error (a checkpoint on SIGTERM that failed) is news. */
+static bool failed_alone(const struct sum_worker *w)
+{
+	return w->fate == SUP_W_STOPPED && w->pid > 0 && w->code > 0 && !status_code_signal(w->code);
+}
+
 static const char *fate_text(const struct sum_worker *w)
 {
 	switch (w->fate) {
@@ -54,16 +61,26 @@ static const char *fate_text(const struct sum_worker *w)
 	case SUP_W_EXITED:
 		return "exited on its own";
 	case SUP_W_STOPPED:
-		return w->code == 0 ? "finished while slotrun was stopping the job" : "stopped by slotrun";
+		if (w->code == 0)
+			return "finished while slotrun was stopping the job";
+		return failed_alone(w) ? "failed while slotrun was stopping the job" : "stopped by slotrun";
 	}
 	return "?";
 }
 
-static void print_tail_lines(FILE *f, int rank, char **lines, int n)
+static void print_tail_lines(FILE *f, const char *indent, int rank, char **lines, int n)
 {
-	fprintf(f, "slotrun: last %d line%s of rank %d's stderr:\n", n, n == 1 ? "" : "s", rank);
+	fprintf(f, "slotrun: %slast %d line%s of rank %d's stderr:\n", indent, n, n == 1 ? "" : "s", rank);
 	for (int i = 0; i < n; i++)
-		fprintf(f, "slotrun: | %s\n", lines[i]);
+		fprintf(f, "slotrun: %s| %s\n", indent, lines[i]);
+}
+
+/* Frees what out_tail_lines gave. */
+static void free_lines(char **lines, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
 }
 
 /* The cause's tail, '\n'-separated, as lines (pointers into copy). */
@@ -92,7 +109,7 @@ static void print_job_cause(FILE *f, const struct plane_cause *c)
 			(double)c->after_ms / 1000, c->text[0] ? ": " : "", c->text);
 		n = cause_lines(c, copy, sizeof(copy), lines, OUT_TAIL_LINES);
 		if (n > 0)
-			print_tail_lines(f, c->rank, lines, n);
+			print_tail_lines(f, "", c->rank, lines, n);
 		else
 			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", c->rank);
 		return;
@@ -107,6 +124,13 @@ static void print_job_cause(FILE *f, const struct plane_cause *c)
 	}
 }
 
+/* Whether the last attempt ran: stopped before it started here, it ran
+ * all the same when the job's cause is a rank of it on another node. */
+static bool last_ran(const struct sum_job *j)
+{
+	return !j->between || (j->job && j->job->kind == PLANE_CAUSE_RANK);
+}
+
 static void print_history(FILE *f, const struct sum_job *j)
 {
 	char line[PLANE_TEXT_MAX + 512];
@@ -117,7 +141,7 @@ static void print_history(FILE *f, const struct sum_job *j)
 	}
 	if (j->attempt && j->exit_code == 0)
 		fprintf(f, "slotrun: attempt %d of %d succeeded\n", j->attempt + 1, j->attempts);
-	else if (j->attempt)
+	else if (j->attempt && last_ran(j))
 		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
 }
 
@@ -150,7 +174,8 @@ void summary_print(FILE *f, const struct sum_job *j)
 	}
 	if (j->job) {
 		print_job_cause(f, j->job);
-		fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
+		if (j->nworkers > 0)
+			fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
 	} else if (j->root >= 0) {
 		const struct sum_worker *r = &j->w[j->root];
 		char **lines;
@@ -167,16 +192,16 @@ void summary_print(FILE *f, const struct sum_job *j)
 				r->note ? ": " : "", r->note ? r->note : "");
 		}
 		n = r->tail ? out_tail_lines(r->tail, OUT_TAIL_LINES, &lines) : 0;
-		if (n > 0) {
-			print_tail_lines(f, r->rank, lines, n);
-			for (int i = 0; i < n; i++)
-				free(lines[i]);
-		} else if (r->tail && r->pid > 0) {
+		if (n > 0)
+			print_tail_lines(f, "", r->rank, lines, n);
+		else if (r->tail && r->pid > 0)
 			fprintf(f, "slotrun: rank %d wrote nothing to stderr\n", r->rank);
-		}
 		if (r->tail)
-			free(lines);
+			free_lines(lines, n);
 		print_diag(f, r);
+	} else if (j->stop_signal && j->between) {
+		fprintf(f, "slotrun: stopped by %s before attempt %d of %d started\n",
+			sig_name(j->stop_signal, sn, sizeof(sn)), j->attempt + 1, j->attempts);
 	} else if (j->stop_signal) {
 		fprintf(f, "slotrun: stopped by %s; workers were given the signal\n",
 			sig_name(j->stop_signal, sn, sizeof(sn)));
@@ -196,13 +221,23 @@ void summary_print(FILE *f, const struct sum_job *j)
 		sum_describe_code(w->code, desc, sizeof(desc));
 		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
 			(int)w->pid, desc, fate_text(w));
+		if (failed_alone(w) && w->tail) {
+			char **lines;
+			int n = out_tail_lines(w->tail, SUM_OTHER_TAIL_LINES, &lines);
+
+			if (n > 0)
+				print_tail_lines(f, "    ", w->rank, lines, n);
+			else
+				fprintf(f, "slotrun:     rank %d wrote nothing to stderr\n", w->rank);
+			free_lines(lines, n);
+		}
 		print_diag(f, w);
 	}
 	fflush(f);
 }
 
-/* Lines are bytes, JSON strings are UTF-8: lines that are not valid UTF-8
- * have their non-ASCII bytes replaced by '?'. */
+/* Lines are bytes, JSON strings are UTF-8: a line that is not valid UTF-8
+ * is escaped as a tail line is (out_tail_escape), so no byte is lost. */
 static json_t *line_json(const char *line)
 {
 	json_t *s = json_string(line);
@@ -210,15 +245,26 @@ static json_t *line_json(const char *line)
 
 	if (s)
 		return s;
-	copy = strdup(line);
+	copy = out_tail_escape(line, strlen(line));
 	if (!copy)
 		return json_null();
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
 	s = json_string(copy);
 	free(copy);
 	return s ? s : json_null();
+}
+
+/* The newest max lines of a worker's stderr, as a JSON array. */
+static json_t *tail_json(const struct out_tail *t, int max)
+{
+	json_t *a = json_array();
+	char **lines;
+	int n = t ? out_tail_lines(t, max, &lines) : 0;
+
+	for (int i = 0; i < n; i++)
+		json_array_append_new(a, line_json(lines[i]));
+	if (t)
+		free_lines(lines, n);
+	return a;
 }
 
 static json_t *worker_json(const struct sum_worker *w)
@@ -238,6 +284,8 @@ static json_t *worker_json(const struct sum_worker *w)
 		json_object_set_new(o, "note", line_json(w->note));
 	if (o && w->diag)
 		json_object_set_new(o, "at_kill", line_json(w->diag));
+	if (o && failed_alone(w))
+		json_object_set_new(o, "stderr_tail", tail_json(w->tail, SUM_OTHER_TAIL_LINES));
 	return o;
 }
 
@@ -310,18 +358,10 @@ int summary_write_json(const char *path, const struct sum_job *j)
 		json_object_set_new(root, "root_cause", job_cause_json(j->job));
 	} else if (j->root >= 0) {
 		const struct sum_worker *w = &j->w[j->root];
-		json_t *rc = worker_json(w), *tail = json_array();
-		char **lines;
-		int n = w->tail ? out_tail_lines(w->tail, OUT_TAIL_LINES, &lines) : 0;
+		json_t *rc = worker_json(w);
 
-		for (int i = 0; i < n; i++) {
-			json_array_append_new(tail, line_json(lines[i]));
-			free(lines[i]);
-		}
-		if (w->tail)
-			free(lines);
 		json_object_set_new(rc, "node_rank", json_integer(j->node_rank));
-		json_object_set_new(rc, "stderr_tail", tail);
+		json_object_set_new(rc, "stderr_tail", tail_json(w->tail, OUT_TAIL_LINES));
 		json_object_set_new(root, "root_cause", rc);
 	} else {
 		json_object_set_new(root, "root_cause", json_null());
@@ -336,10 +376,11 @@ int summary_write_json(const char *path, const struct sum_job *j)
 	if (j->attempts > 1) {
 		json_t *list = json_array();
 
-		/* every attempt's root cause, the last one's too */
+		/* every attempt's root cause, the last one's too if it ran */
 		for (int k = 0; k < j->attempt; k++)
 			json_array_append_new(list, job_cause_json(&j->history[k]));
-		json_array_append(list, json_object_get(root, "root_cause"));
+		if (last_ran(j))
+			json_array_append(list, json_object_get(root, "root_cause"));
 		json_object_set_new(root, "attempts", list);
 	}
 	for (int i = 0; i < j->nworkers; i++)

@@ -5,6 +5,7 @@
 #ifndef SLOTRUN_SUMMARY_H
 #define SLOTRUN_SUMMARY_H
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
@@ -12,6 +13,10 @@
 #include "output.h"
 #include "plane_proto.h"
 #include "supervisor.h"
+
+/* Lines of stderr shown for a rank other than the root cause that failed
+ * on its own while being stopped. */
+#define SUM_OTHER_TAIL_LINES 5
 
 struct sum_worker {
 	int rank, local_rank;
@@ -39,6 +44,9 @@ struct sum_job {
 	 * history[0..attempt) are the root causes of the ones before. */
 	const struct plane_cause *history;
 	int attempt, attempts;
+	/* Stopped while waiting to start attempt `attempt`: it never ran
+	 * here, so nworkers is 0. */
+	bool between;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */

@@ -202,3 +202,40 @@ LEAK_TEST(output, dropping_at_exit_is_counted)
 	close(p[1]);
 	out_console_free(&c);
 }
+
+/* A worker's stderr is bytes: a NUL does not end the line and nothing is
+ * lost, every byte that is not text comes back as \xNN. */
+LEAK_TEST(output, tail_lines_keep_every_byte_past_a_nul_escaped)
+{
+	static const char text[] = "a\0b \xff \x1b[31m \\ \xc3\xa9\tz\n\xe2\x82\n";
+	struct out_tail *t = calloc(1, sizeof(*t));
+	char **lines;
+	int n;
+
+	out_tail_append(t, text, sizeof(text) - 1);
+	n = tail_of(t, &lines);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(lines[0], "a\\x00b \\xff \\x1b[31m \\\\ \xc3\xa9\tz");
+	cr_assert_str_eq(lines[1], "\\xe2\\x82", "a cut UTF-8 sequence is bytes");
+	free_lines(lines, n);
+	free(t);
+}
+
+Test(output, escape_keeps_well_formed_utf8_only)
+{
+	static const struct { const char *in; size_t len; const char *out; } t[] = {
+		{ "\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80" },
+		{ "\xc0\xaf", 2, "\\xc0\\xaf" },              /* overlong '/' */
+		{ "\xed\xa0\x80", 3, "\\xed\\xa0\\x80" },      /* a surrogate */
+		{ "\xf4\x90\x80\x80", 4, "\\xf4\\x90\\x80\\x80" }, /* past U+10FFFF */
+		{ "\x7f\r", 2, "\\x7f\\x0d" },
+		{ "", 0, "" },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		char *s = out_tail_escape(t[i].in, t[i].len);
+
+		cr_assert_str_eq(s, t[i].out, "case %zu", i);
+		free(s);
+	}
+}

@@ -467,26 +467,40 @@ LEAK_TEST(summary, restarts_list_every_attempts_root_cause_the_last_one_too)
 	json_decref(root);
 }
 
+static char *printed(const struct sum_job *j);
+
 /* ---- bytes that are not plain text ---- */
 
-LEAK_TEST(summary, control_characters_round_trip_and_bytes_that_are_not_utf8_become_question_marks)
+LEAK_TEST(summary, bytes_that_are_not_text_are_escaped_and_a_nul_does_not_end_the_line)
 {
 	struct sum_job j = three_ranks();
 	static const char text[] = "tab\there \x01 quote\" back\\slash\n"
 				   "na\xc3\xafve \xe2\x9c\x93\n"
 				   "bad \xff byte\n"
+				   "nul\0after\n"
 				   "cut \xc3\n";
 	json_t *root, *rc;
+	char *printed_text;
 
 	memset(&tail, 0, sizeof(tail));
 	out_tail_append(&tail, text, sizeof(text) - 1);
 	w[1].diag = "pid 1001 \xfe\x01x";
 	root = write_and_load(&j);
 	rc = get(root, "root_cause");
-	LINES(get(rc, "stderr_tail"), "tab\there \x01 quote\" back\\slash", "na\xc3\xafve \xe2\x9c\x93",
-	      "bad ? byte", "cut ?");
-	cr_assert_str_eq(get_str(rc, "at_kill"), "pid 1001 ?\x01x");
+	LINES(get(rc, "stderr_tail"), "tab\there \\x01 quote\" back\\\\slash", "na\xc3\xafve \xe2\x9c\x93",
+	      "bad \\xff byte", "nul\\x00after", "cut \\xc3");
+	cr_assert_str_eq(get_str(rc, "at_kill"), "pid 1001 \\xfe\\x01x");
 	json_decref(root);
+
+	/* the text summary shows the same escaped lines */
+	printed_text = printed(&j);
+	cr_assert(strstr(printed_text, "slotrun: last 5 lines of rank 4's stderr:\n"
+				       "slotrun: | tab\there \\x01 quote\" back\\\\slash\n"
+				       "slotrun: | na\xc3\xafve \xe2\x9c\x93\n"
+				       "slotrun: | bad \\xff byte\n"
+				       "slotrun: | nul\\x00after\n"
+				       "slotrun: | cut \\xc3\n"), "%s", printed_text);
+	free(printed_text);
 
 	/* the same from another node: tail and note */
 	rank_cause(&cause, 2, "node-b", 9, 1);
@@ -496,15 +510,15 @@ LEAK_TEST(summary, control_characters_round_trip_and_bytes_that_are_not_utf8_bec
 	root = write_and_load(&j);
 	rc = get(root, "root_cause");
 	LINES(get(rc, "stderr_tail"), "tab\there \x01 quote\" back\\slash", "na\xc3\xafve \xe2\x9c\x93",
-	      "bad ? byte", "cut ?");
-	cr_assert_str_eq(get_str(rc, "note"), "why ?\n");
+	      "bad \\xff byte", "nul");
+	cr_assert_str_eq(get_str(rc, "note"), "why \\xff\\x0a");
 	json_decref(root);
 
 	/* a lost node's reason */
 	cause.kind = PLANE_CAUSE_LOST;
 	snprintf(cause.text, sizeof(cause.text), "peer said \xff\"");
 	root = write_and_load(&j);
-	cr_assert_str_eq(get_str(get(root, "root_cause"), "reason"), "peer said ?\"");
+	cr_assert_str_eq(get_str(get(root, "root_cause"), "reason"), "peer said \\xff\"");
 	json_decref(root);
 }
 
@@ -652,6 +666,78 @@ LEAK_TEST(summary, a_note_naming_a_command_that_is_not_utf8_is_kept)
 				    .note = "cannot execute '/opt/\xff\x01run': Permission denied" };
 	root = write_and_load(&j);
 	rc = get(root, "root_cause");
-	cr_assert_str_eq(get_str(rc, "note"), "cannot execute '/opt/?\x01run': Permission denied");
+	cr_assert_str_eq(get_str(rc, "note"), "cannot execute '/opt/\\xff\\x01run': Permission denied");
+	json_decref(root);
+}
+
+/* Stopped while waiting to restart: attempt 2 never ran, so it is neither
+ * "the last" nor listed, and no rank header stands over nothing. */
+LEAK_TEST(summary, an_attempt_that_never_started_is_not_shown)
+{
+	struct sum_job j = three_ranks();
+	json_t *root;
+	char *text;
+
+	rank_cause(&history[0], 1, "node-b", 4, 3);
+	j.history = history;
+	j.attempt = 1;
+	j.attempts = 4;
+	j.nworkers = 0;
+	j.root = -1;
+	j.stop_signal = SIGTERM;
+	j.exit_code = 128 + SIGTERM;
+	j.between = true;
+	text = printed(&j);
+	cr_assert_str_eq(text,
+			 "slotrun: attempt 1 of 4 failed: rank 4 on node 1 (node-b) exit 3\n"
+			 "slotrun: stopped by SIGTERM before attempt 2 of 4 started\n");
+	free(text);
+	root = write_and_load(&j);
+	cr_assert_eq(json_array_size(get(root, "attempts")), 1, "the attempt that never ran is listed");
+	cr_assert_eq(get_int(json_array_get(get(root, "attempts"), 0), "rank"), 4);
+	json_decref(root);
+
+	/* several nodes: the chief's cause is the signal */
+	memset(&cause, 0, sizeof(cause));
+	cause.kind = PLANE_CAUSE_SIGNAL;
+	cause.code = SIGTERM;
+	cause.node = 0;
+	snprintf(cause.host, sizeof(cause.host), "node-a");
+	j.job = &cause;
+	text = printed(&j);
+	cr_assert(!strstr(text, "the last"), "%s", text);
+	cr_assert(!strstr(text, "ranks:"), "a header with nothing under it: %s", text);
+	cr_assert(strstr(text, "slotrun: job stopped: "), "%s", text);
+	free(text);
+}
+
+/* A rank stopped by slotrun that exits with an error of its own (a
+ * checkpoint on SIGTERM that failed) shows that exit and its lines. */
+LEAK_TEST(summary, a_rank_that_fails_while_being_stopped_shows_its_exit_and_its_lines)
+{
+	struct sum_job j = three_ranks();
+	static const char own[] = "saving checkpoint\nOSError: disk full\n";
+	static struct out_tail own_tail;
+	json_t *root, *r0;
+	char *text;
+
+	memset(&own_tail, 0, sizeof(own_tail));
+	out_tail_append(&own_tail, own, sizeof(own) - 1);
+	w[0].code = 1;
+	w[0].tail = &own_tail;
+	text = printed(&j);
+	cr_assert(strstr(text, "slotrun:   rank 3 (local rank 0, pid 1000): exit 1, failed while slotrun was "
+			       "stopping the job\n"
+			       "slotrun:     last 2 lines of rank 3's stderr:\n"
+			       "slotrun:     | saving checkpoint\n"
+			       "slotrun:     | OSError: disk full\n"), "%s", text);
+	free(text);
+	root = write_and_load(&j);
+	r0 = json_array_get(get(root, "ranks"), 0);
+	cr_assert_str_eq(get_str(r0, "fate"), "stopped");
+	cr_assert_eq(get_int(r0, "exit_code"), 1);
+	LINES(get(r0, "stderr_tail"), "saving checkpoint", "OSError: disk full");
+	/* one killed by the signal has no tail: it said nothing of its own */
+	cr_assert_null(json_object_get(json_array_get(get(root, "ranks"), 2), "stderr_tail"));
 	json_decref(root);
 }
