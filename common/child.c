@@ -3,11 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdnoreturn.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include "io.h"
+#include "quote.h"
 
 extern char **environ;
 
@@ -100,4 +104,73 @@ enum child_stage child_read_report(int report_fd, int *err)
 		return CHILD_OK;
 	*err = rep.err;
 	return (enum child_stage)rep.stage;
+}
+
+/* The kernel reads this much of a file for its #! line. */
+#define SHEBANG_HEAD 256
+
+static int blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int child_shebang(const char *head, size_t n, char *interp, size_t len)
+{
+	const char *end, *p, *q;
+
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return -ENOEXEC;
+	end = memchr(head, '\n', n);
+	if (!end)
+		end = head + n;
+	for (p = head + 2; p < end && blank(*p); p++)
+		;
+	for (q = p; q < end && *q && !blank(*q); q++)
+		;
+	if (q == p)
+		return -ENOEXEC;
+	if ((size_t)(q - p) >= len)
+		return -ENAMETOOLONG;
+	memcpy(interp, p, (size_t)(q - p));
+	interp[q - p] = '\0';
+	return 0;
+}
+
+void child_explain_interp(const char *interp, int err, char *buf, size_t len)
+{
+	char name[SHEBANG_HEAD], shown[QUOTE_SIZE(SHEBANG_HEAD)];
+	int cr;
+
+	snprintf(name, sizeof(name), "%s", interp);
+	cr = *name && name[strlen(name) - 1] == '\r';
+	/* The CR is written as \r, the way the script's author knows it. */
+	if (cr)
+		name[strlen(name) - 1] = '\0';
+	quote_ctl(shown, sizeof(shown), name, SHEBANG_HEAD);
+	snprintf(buf, len, "bad interpreter '%s%s' (%s)", shown, cr ? "\\r" : "",
+		 cr ? "the #! line ends in CR: the script has Windows line endings" : strerror(err));
+}
+
+int child_check_script(const char *path, char *buf, size_t len)
+{
+	char head[SHEBANG_HEAD], interp[SHEBANG_HEAD];
+	struct stat st;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = io_read(fd, head, sizeof(head));
+	close(fd);
+	if (n <= 0 || child_shebang(head, (size_t)n, interp, sizeof(interp)) < 0)
+		return 0;
+	if (stat(interp, &st) < 0)
+		err = errno;
+	else if (S_ISDIR(st.st_mode) || access(interp, X_OK) < 0)
+		err = EACCES;
+	if (!err)
+		return 0;
+	child_explain_interp(interp, err, buf, len);
+	return -err;
 }
