@@ -106,15 +106,12 @@ enum child_stage child_read_report(int report_fd, int *err)
 	return (enum child_stage)rep.stage;
 }
 
-/* The kernel reads this much of a file for its #! line. */
-#define SHEBANG_HEAD 256
-
 static int blank(char c)
 {
 	return c == ' ' || c == '\t';
 }
 
-int child_shebang(const char *head, size_t n, char *interp, size_t len)
+int child_shebang(const char *head, size_t n, struct child_shebang *sb)
 {
 	const char *end, *p, *q;
 
@@ -123,22 +120,30 @@ int child_shebang(const char *head, size_t n, char *interp, size_t len)
 	end = memchr(head, '\n', n);
 	if (!end)
 		end = head + n;
+	while (end > head + 2 && blank(end[-1]))
+		end--;
 	for (p = head + 2; p < end && blank(*p); p++)
 		;
 	for (q = p; q < end && *q && !blank(*q); q++)
 		;
 	if (q == p)
 		return -ENOEXEC;
-	if ((size_t)(q - p) >= len)
+	if ((size_t)(q - p) >= sizeof(sb->path))
 		return -ENAMETOOLONG;
-	memcpy(interp, p, (size_t)(q - p));
-	interp[q - p] = '\0';
+	memcpy(sb->path, p, (size_t)(q - p));
+	sb->path[q - p] = '\0';
+	for (p = q; p < end && blank(*p); p++)
+		;
+	if ((size_t)(end - p) >= sizeof(sb->arg))
+		return -ENAMETOOLONG;
+	memcpy(sb->arg, p, (size_t)(end - p));
+	sb->arg[end - p] = '\0';
 	return 0;
 }
 
 void child_explain_interp(const char *interp, int err, char *buf, size_t len)
 {
-	char name[SHEBANG_HEAD], shown[QUOTE_SIZE(SHEBANG_HEAD)];
+	char name[2 * CHILD_SHEBANG_MAX], shown[QUOTE_SIZE(2 * CHILD_SHEBANG_MAX)];
 	int cr;
 
 	snprintf(name, sizeof(name), "%s", interp);
@@ -146,14 +151,22 @@ void child_explain_interp(const char *interp, int err, char *buf, size_t len)
 	/* The CR is written as \r, the way the script's author knows it. */
 	if (cr)
 		name[strlen(name) - 1] = '\0';
-	quote_ctl(shown, sizeof(shown), name, SHEBANG_HEAD);
+	quote_ctl(shown, sizeof(shown), name, sizeof(name));
 	snprintf(buf, len, "bad interpreter '%s%s' (%s)", shown, cr ? "\\r" : "",
 		 cr ? "the #! line ends in CR: the script has Windows line endings" : strerror(err));
 }
 
+static int is_env(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return strcmp(slash ? slash + 1 : path, "env") == 0;
+}
+
 int child_check_script(const char *path, char *buf, size_t len)
 {
-	char head[SHEBANG_HEAD], interp[SHEBANG_HEAD];
+	char head[CHILD_SHEBANG_MAX], shown[2 * CHILD_SHEBANG_MAX];
+	struct child_shebang sb;
 	struct stat st;
 	ssize_t n;
 	int fd, err = 0;
@@ -163,14 +176,22 @@ int child_check_script(const char *path, char *buf, size_t len)
 		return 0;
 	n = io_read(fd, head, sizeof(head));
 	close(fd);
-	if (n <= 0 || child_shebang(head, (size_t)n, interp, sizeof(interp)) < 0)
+	if (n <= 0 || child_shebang(head, (size_t)n, &sb) < 0)
 		return 0;
-	if (stat(interp, &st) < 0)
+	if (stat(sb.path, &st) < 0)
 		err = errno;
-	else if (S_ISDIR(st.st_mode) || access(interp, X_OK) < 0)
+	else if (S_ISDIR(st.st_mode) || access(sb.path, X_OK) < 0)
 		err = EACCES;
-	if (!err)
-		return 0;
-	child_explain_interp(interp, err, buf, len);
-	return -err;
+	if (err) {
+		child_explain_interp(sb.path, err, buf, len);
+		return -err;
+	}
+	/* Another interpreter may cope with a CR ending its argument (perl
+	 * does); env cannot, it looks for a program whose name ends in CR. */
+	if (is_env(sb.path) && *sb.arg && sb.arg[strlen(sb.arg) - 1] == '\r') {
+		snprintf(shown, sizeof(shown), "%s %s", sb.path, sb.arg);
+		child_explain_interp(shown, ENOENT, buf, len);
+		return -ENOENT;
+	}
+	return 0;
 }

@@ -60,26 +60,33 @@ enum child_stage child_read_report(int report_fd, int *err);
  * whose #! interpreter is not: the helpers below tell the second apart, so
  * that the diagnostic names the interpreter rather than a file that exists.
  *
- * child_shebang: head holds a file's first n bytes.  Copies the interpreter
- * named on its #! line into interp (len bytes) the way the kernel reads it:
- * blanks after "#!" skipped, the name ending at a blank or the line's end,
- * so a line saved with Windows line endings leaves a CR at the end of the
- * name.  Returns 0, -ENOEXEC when head has no #! line naming one, or
+ * child_shebang: head holds a file's first n bytes.  Reads its #! line
+ * the way the kernel does: blanks after "#!" skipped, the interpreter's
+ * path ending at a blank, the rest of the line (trailing blanks dropped)
+ * its one argument.  A line saved with Windows line endings therefore
+ * leaves a CR at the end of the path, or of the argument.  Returns 0,
+ * -ENOEXEC when head has no #! line naming an interpreter, or
  * -ENAMETOOLONG.  Pure. */
-int child_shebang(const char *head, size_t n, char *interp, size_t len);
+#define CHILD_SHEBANG_MAX 256   /* what the kernel reads of the line */
+struct child_shebang {
+	char path[CHILD_SHEBANG_MAX];
+	char arg[CHILD_SHEBANG_MAX];  /* "" when none */
+};
+int child_shebang(const char *head, size_t n, struct child_shebang *sb);
 
 /* Writes into buf (len bytes) why a script cannot run, given its
- * interpreter and the errno of looking that up: "bad interpreter '/usr/bin/
- * pyhton3' (No such file or directory)", or for a name ending in CR the
- * Windows line endings as the cause.  Control characters are escaped.
- * Pure. */
+ * interpreter (as shown: the path, or the path and its argument) and the
+ * errno of looking that up: "bad interpreter '/usr/bin/pyhton3' (No such
+ * file or directory)", or for one ending in CR the Windows line endings
+ * as the cause.  Control characters are escaped.  Pure. */
 void child_explain_interp(const char *interp, int err, char *buf, size_t len);
 
 /* Reads path's #! line and checks its interpreter can be executed.
  * Returns 0 when path is no script, or its interpreter is there (or path
  * cannot be read: the exec will say why); else, with the explanation in
  * buf, the errno the exec would fail with: -ENOENT when it is missing,
- * -EACCES when it is not executable or a folder. */
+ * -EACCES when it is not executable or a folder.  "#!/usr/bin/env NAME"
+ * ending in CR is -ENOENT too: env then looks for "NAME\r". */
 int child_check_script(const char *path, char *buf, size_t len);
 
 #endif

@@ -141,44 +141,54 @@ LEAK_TEST_OPTS(child, program_dies_with_its_parent, .timeout = 20)
 struct shebang_case {
 	char head[32];
 	int ret;
-	char interp[24];
+	char path[24];
+	char arg[16];
 };
 
 ParameterizedTestParameters(child, shebang_lines)
 {
 	static struct shebang_case cases[] = {
-		{ "#!/bin/sh\necho hi\n", 0, "/bin/sh" },
-		{ "#!/bin/sh\r\necho hi\r\n", 0, "/bin/sh\r" },
-		{ "#! \t/usr/bin/python3 -u\n", 0, "/usr/bin/python3" },
-		{ "#!/usr/bin/env python3\r\n", 0, "/usr/bin/env" },
-		{ "#!/bin/sh   \n", 0, "/bin/sh" },
-		{ "#!/bin/sh", 0, "/bin/sh" },         /* no newline in the head */
-		{ "#!python3\n", 0, "python3" },       /* relative: the kernel opens it so */
-		{ "#!\n", -ENOEXEC, "" },
-		{ "#!   \n/bin/sh\n", -ENOEXEC, "" },
-		{ "#", -ENOEXEC, "" },
-		{ "", -ENOEXEC, "" },
-		{ "\x7f" "ELF\x02\x01", -ENOEXEC, "" },
-		{ " #!/bin/sh\n", -ENOEXEC, "" },
+		{ "#!/bin/sh\necho hi\n", 0, "/bin/sh", "" },
+		{ "#!/bin/sh\r\necho hi\r\n", 0, "/bin/sh\r", "" },
+		{ "#! \t/usr/bin/python3 -u\n", 0, "/usr/bin/python3", "-u" },
+		{ "#!/usr/bin/env python3\r\n", 0, "/usr/bin/env", "python3\r" },
+		{ "#!/bin/sh -e  -x \t\n", 0, "/bin/sh", "-e  -x" }, /* one argument */
+		{ "#!/bin/sh   \n", 0, "/bin/sh", "" },
+		{ "#!/bin/sh", 0, "/bin/sh", "" },         /* no newline in the head */
+		{ "#!python3\n", 0, "python3", "" },       /* relative: the kernel opens it so */
+		{ "#!\n", -ENOEXEC, "", "" },
+		{ "#!   \n/bin/sh\n", -ENOEXEC, "", "" },
+		{ "#", -ENOEXEC, "", "" },
+		{ "", -ENOEXEC, "", "" },
+		{ "\x7f" "ELF\x02\x01", -ENOEXEC, "", "" },
+		{ " #!/bin/sh\n", -ENOEXEC, "", "" },
 	};
 	return cr_make_param_array(struct shebang_case, cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 ParameterizedTest(struct shebang_case *c, child, shebang_lines)
 {
-	char interp[64] = "unchanged";
+	struct child_shebang sb = { "unchanged", "unchanged" };
 
-	cr_assert_eq(child_shebang(c->head, strlen(c->head), interp, sizeof(interp)), c->ret, "%s", c->head);
-	cr_assert_str_eq(interp, *c->interp ? c->interp : "unchanged");
+	cr_assert_eq(child_shebang(c->head, strlen(c->head), &sb), c->ret, "%s", c->head);
+	if (c->ret == 0) {
+		cr_assert_str_eq(sb.path, c->path);
+		cr_assert_str_eq(sb.arg, c->arg);
+	}
 }
 
-Test(child, shebang_reads_only_the_bytes_given_and_refuses_a_long_name)
+Test(child, shebang_reads_only_the_bytes_given_and_refuses_a_long_line)
 {
-	char interp[8];
+	char head[2 * CHILD_SHEBANG_MAX];
+	struct child_shebang sb;
 
-	cr_assert_eq(child_shebang("#!/bin/shX", 9, interp, sizeof(interp)), 0);
-	cr_assert_str_eq(interp, "/bin/sh");
-	cr_assert_eq(child_shebang("#!/usr/bin/python3\n", 19, interp, sizeof(interp)), -ENAMETOOLONG);
+	cr_assert_eq(child_shebang("#!/bin/shX", 9, &sb), 0);
+	cr_assert_str_eq(sb.path, "/bin/sh");
+	memset(head, 'a', sizeof(head));
+	memcpy(head, "#!/", 3);
+	cr_assert_eq(child_shebang(head, sizeof(head), &sb), -ENAMETOOLONG);
+	memcpy(head, "#!/bin/sh ", 10);
+	cr_assert_eq(child_shebang(head, sizeof(head), &sb), -ENAMETOOLONG);
 }
 
 Test(child, explain_interp_names_the_interpreter_and_the_cause)
@@ -195,6 +205,9 @@ Test(child, explain_interp_names_the_interpreter_and_the_cause)
 	/* another control character stays one line */
 	child_explain_interp("/bin/s\x1bh", ENOENT, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "bad interpreter '/bin/s\\x1bh' (No such file or directory)");
+	child_explain_interp("/usr/bin/env python3\r", ENOENT, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/usr/bin/env python3\\r' (the #! line ends in CR: the "
+			 "script has Windows line endings)");
 	child_explain_interp("/usr/bin/pyhton3", ENOENT, buf, 12);
 	cr_assert_str_eq(buf, "bad interpr");
 }
@@ -223,12 +236,21 @@ LEAK_TEST(child, check_script_tells_a_missing_interpreter_apart)
 	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -ENOENT);
 	cr_assert(strstr(buf, "Windows line endings"), "%s", buf);
 
+	write_file(path, "#!/usr/bin/env sh\r\necho hi\r\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "bad interpreter '/usr/bin/env sh\\r' (the #! line ends in CR: the "
+			 "script has Windows line endings)");
+
 	write_file(path, "#!/\n", 0755);                     /* a folder */
 	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -EACCES);
 	cr_assert_str_eq(buf, "bad interpreter '/' (Permission denied)");
 
 	strcpy(buf, "untouched");
 	write_file(path, "#!/bin/sh\necho hi\n", 0755);      /* a good script */
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	write_file(path, "#!/usr/bin/env sh\necho hi\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	write_file(path, "#!/bin/sh -e\r\necho hi\r\n", 0755); /* the interpreter's to judge */
 	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
 	write_file(path, "echo no shebang\n", 0755);
 	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
