@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdnoreturn.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io.h"
