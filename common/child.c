@@ -3,11 +3,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdnoreturn.h>
+#include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io.h"
+#include "quote.h"
 
 extern char **environ;
 
@@ -100,4 +104,94 @@ enum child_stage child_read_report(int report_fd, int *err)
 		return CHILD_OK;
 	*err = rep.err;
 	return (enum child_stage)rep.stage;
+}
+
+static int blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+int child_shebang(const char *head, size_t n, struct child_shebang *sb)
+{
+	const char *end, *p, *q;
+
+	if (n < 2 || head[0] != '#' || head[1] != '!')
+		return -ENOEXEC;
+	end = memchr(head, '\n', n);
+	if (!end)
+		end = head + n;
+	while (end > head + 2 && blank(end[-1]))
+		end--;
+	for (p = head + 2; p < end && blank(*p); p++)
+		;
+	for (q = p; q < end && *q && !blank(*q); q++)
+		;
+	if (q == p)
+		return -ENOEXEC;
+	if ((size_t)(q - p) >= sizeof(sb->path))
+		return -ENAMETOOLONG;
+	memcpy(sb->path, p, (size_t)(q - p));
+	sb->path[q - p] = '\0';
+	for (p = q; p < end && blank(*p); p++)
+		;
+	if ((size_t)(end - p) >= sizeof(sb->arg))
+		return -ENAMETOOLONG;
+	memcpy(sb->arg, p, (size_t)(end - p));
+	sb->arg[end - p] = '\0';
+	return 0;
+}
+
+void child_explain_interp(const char *interp, int err, char *buf, size_t len)
+{
+	char name[2 * CHILD_SHEBANG_MAX], shown[QUOTE_SIZE(2 * CHILD_SHEBANG_MAX)];
+	int cr;
+
+	snprintf(name, sizeof(name), "%s", interp);
+	cr = *name && name[strlen(name) - 1] == '\r';
+	/* The CR is written as \r, the way the script's author knows it. */
+	if (cr)
+		name[strlen(name) - 1] = '\0';
+	quote_ctl(shown, sizeof(shown), name, sizeof(name));
+	snprintf(buf, len, "bad interpreter '%s%s' (%s)", shown, cr ? "\\r" : "",
+		 cr ? "the #! line ends in CR: the script has Windows line endings" : strerror(err));
+}
+
+static int is_env(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return strcmp(slash ? slash + 1 : path, "env") == 0;
+}
+
+int child_check_script(const char *path, char *buf, size_t len)
+{
+	char head[CHILD_SHEBANG_MAX], shown[2 * CHILD_SHEBANG_MAX];
+	struct child_shebang sb;
+	struct stat st;
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = io_read(fd, head, sizeof(head));
+	close(fd);
+	if (n <= 0 || child_shebang(head, (size_t)n, &sb) < 0)
+		return 0;
+	if (stat(sb.path, &st) < 0)
+		err = errno;
+	else if (S_ISDIR(st.st_mode) || access(sb.path, X_OK) < 0)
+		err = EACCES;
+	if (err) {
+		child_explain_interp(sb.path, err, buf, len);
+		return -err;
+	}
+	/* Another interpreter may cope with a CR ending its argument (perl
+	 * does); env cannot, it looks for a program whose name ends in CR. */
+	if (is_env(sb.path) && *sb.arg && sb.arg[strlen(sb.arg) - 1] == '\r') {
+		snprintf(shown, sizeof(shown), "%s %s", sb.path, sb.arg);
+		child_explain_interp(shown, ENOENT, buf, len);
+		return -ENOENT;
+	}
+	return 0;
 }

@@ -20,6 +20,7 @@
 #define SLOTRUN_CHILD_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 enum child_stage { CHILD_OK, CHILD_SETUP, CHILD_PREPARE, CHILD_EXEC };
@@ -54,5 +55,38 @@ int child_start(const struct child_spec *s, pid_t *pid, int *report_fd);
 /* Blocks until the child has exec'd (returns CHILD_OK) or failed: returns
  * the stage and sets *err to its errno.  Closes report_fd. */
 enum child_stage child_read_report(int report_fd, int *err);
+
+/* execve(2) says ENOENT both for a file that is not there and for a script
+ * whose #! interpreter is not: the helpers below tell the second apart, so
+ * that the diagnostic names the interpreter rather than a file that exists.
+ *
+ * child_shebang: head holds a file's first n bytes.  Reads its #! line
+ * the way the kernel does: blanks after "#!" skipped, the interpreter's
+ * path ending at a blank, the rest of the line (trailing blanks dropped)
+ * its one argument.  A line saved with Windows line endings therefore
+ * leaves a CR at the end of the path, or of the argument.  Returns 0,
+ * -ENOEXEC when head has no #! line naming an interpreter, or
+ * -ENAMETOOLONG.  Pure. */
+#define CHILD_SHEBANG_MAX 256   /* what the kernel reads of the line */
+struct child_shebang {
+	char path[CHILD_SHEBANG_MAX];
+	char arg[CHILD_SHEBANG_MAX];  /* "" when none */
+};
+int child_shebang(const char *head, size_t n, struct child_shebang *sb);
+
+/* Writes into buf (len bytes) why a script cannot run, given its
+ * interpreter (as shown: the path, or the path and its argument) and the
+ * errno of looking that up: "bad interpreter '/usr/bin/pyhton3' (No such
+ * file or directory)", or for one ending in CR the Windows line endings
+ * as the cause.  Control characters are escaped.  Pure. */
+void child_explain_interp(const char *interp, int err, char *buf, size_t len);
+
+/* Reads path's #! line and checks its interpreter can be executed.
+ * Returns 0 when path is no script, or its interpreter is there (or path
+ * cannot be read: the exec will say why); else, with the explanation in
+ * buf, the errno the exec would fail with: -ENOENT when it is missing,
+ * -EACCES when it is not executable or a folder.  "#!/usr/bin/env NAME"
+ * ending in CR is -ENOENT too: env then looks for "NAME\r". */
+int child_check_script(const char *path, char *buf, size_t len);
 
 #endif

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "cluster_info.h"
 #include "iface.h"
 #include "io.h"
@@ -398,6 +399,7 @@ static int guard_no_wrap(struct launch *l)
 /* Said once here, rather than by every wrap_rank. */
 static int find_executables(struct launch *l)
 {
+	char why[512];
 	int r;
 
 	if (l->o.interpreter && access(l->o.argv[0], R_OK) < 0) {
@@ -412,6 +414,11 @@ static int find_executables(struct launch *l)
 		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0],
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
+	}
+	/* A missing #! interpreter fails every rank's exec with ENOENT. */
+	if ((r = child_check_script(l->exec_path, why, sizeof(why))) < 0) {
+		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0], why);
+		return fail(r == -ENOENT ? 127 : 126, l->err);
 	}
 	if (l->o.no_wrap)
 		return guard_no_wrap(l);

@@ -233,8 +233,14 @@ static int launch(struct run *r)
 		return 1;
 	}
 	if (m.stage != CHILD_OK) {
+		char why[512];
+
+		/* ENOENT for a file that is there: its #! interpreter is not. */
+		if (m.err != ENOENT || !strchr(o->argv[0], '/') ||
+		    child_check_script(o->argv[0], why, sizeof(why)) >= 0)
+			snprintf(why, sizeof(why), "%s", strerror(m.err));
 		fprintf(stderr, "wrap_rank: rank %ld: cannot execute '%s': %s\n", o->rank,
-			o->argv[0], strerror(m.err));
+			o->argv[0], why);
 		if (!o->no_prefix) {
 			close(r->pout[0]);
 			close(r->perr[0]);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -133,4 +134,153 @@ LEAK_TEST_OPTS(child, program_dies_with_its_parent, .timeout = 20)
 	} while (t.tv_sec - t0.tv_sec < 10);
 	kill(pid, SIGKILL);
 	cr_assert_fail("sleep outlived its parent");
+}
+
+/* The #! line as the kernel reads it.  Arrays, not pointers: Criterion
+ * hands the parameters to a worker process. */
+struct shebang_case {
+	char head[32];
+	int ret;
+	char path[24];
+	char arg[16];
+};
+
+ParameterizedTestParameters(child, shebang_lines)
+{
+	static struct shebang_case cases[] = {
+		{ "#!/bin/sh\necho hi\n", 0, "/bin/sh", "" },
+		{ "#!/bin/sh\r\necho hi\r\n", 0, "/bin/sh\r", "" },
+		{ "#! \t/usr/bin/python3 -u\n", 0, "/usr/bin/python3", "-u" },
+		{ "#!/usr/bin/env python3\r\n", 0, "/usr/bin/env", "python3\r" },
+		{ "#!/bin/sh -e  -x \t\n", 0, "/bin/sh", "-e  -x" }, /* one argument */
+		{ "#!/bin/sh   \n", 0, "/bin/sh", "" },
+		{ "#!/bin/sh", 0, "/bin/sh", "" },         /* no newline in the head */
+		{ "#!python3\n", 0, "python3", "" },       /* relative: the kernel opens it so */
+		{ "#!\n", -ENOEXEC, "", "" },
+		{ "#!   \n/bin/sh\n", -ENOEXEC, "", "" },
+		{ "#", -ENOEXEC, "", "" },
+		{ "", -ENOEXEC, "", "" },
+		{ "\x7f" "ELF\x02\x01", -ENOEXEC, "", "" },
+		{ " #!/bin/sh\n", -ENOEXEC, "", "" },
+	};
+	return cr_make_param_array(struct shebang_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct shebang_case *c, child, shebang_lines)
+{
+	struct child_shebang sb = { "unchanged", "unchanged" };
+
+	cr_assert_eq(child_shebang(c->head, strlen(c->head), &sb), c->ret, "%s", c->head);
+	if (c->ret == 0) {
+		cr_assert_str_eq(sb.path, c->path);
+		cr_assert_str_eq(sb.arg, c->arg);
+	}
+}
+
+Test(child, shebang_reads_only_the_bytes_given_and_refuses_a_long_line)
+{
+	char head[2 * CHILD_SHEBANG_MAX];
+	struct child_shebang sb;
+
+	cr_assert_eq(child_shebang("#!/bin/shX", 9, &sb), 0);
+	cr_assert_str_eq(sb.path, "/bin/sh");
+	memset(head, 'a', sizeof(head));
+	memcpy(head, "#!/", 3);
+	cr_assert_eq(child_shebang(head, sizeof(head), &sb), -ENAMETOOLONG);
+	memcpy(head, "#!/bin/sh ", 10);
+	cr_assert_eq(child_shebang(head, sizeof(head), &sb), -ENAMETOOLONG);
+}
+
+Test(child, explain_interp_names_the_interpreter_and_the_cause)
+{
+	char buf[256];
+
+	child_explain_interp("/usr/bin/pyhton3", ENOENT, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/usr/bin/pyhton3' (No such file or directory)");
+	child_explain_interp("/bin/sh\r", ENOENT, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/bin/sh\\r' (the #! line ends in CR: the script has "
+			 "Windows line endings)");
+	child_explain_interp("/tmp", EACCES, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/tmp' (Permission denied)");
+	/* another control character stays one line */
+	child_explain_interp("/bin/s\x1bh", ENOENT, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/bin/s\\x1bh' (No such file or directory)");
+	child_explain_interp("/usr/bin/env python3\r", ENOENT, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "bad interpreter '/usr/bin/env python3\\r' (the #! line ends in CR: the "
+			 "script has Windows line endings)");
+	child_explain_interp("/usr/bin/pyhton3", ENOENT, buf, 12);
+	cr_assert_str_eq(buf, "bad interpr");
+}
+
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+LEAK_TEST(child, check_script_tells_a_missing_interpreter_apart)
+{
+	char dir[] = "/tmp/test_child.XXXXXX", path[64], buf[256] = "";
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+
+	write_file(path, "#!/nonexistent/pyhton3\nprint(1)\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "bad interpreter '/nonexistent/pyhton3' (No such file or directory)");
+
+	write_file(path, "#!/bin/sh\r\necho hi\r\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -ENOENT);
+	cr_assert(strstr(buf, "Windows line endings"), "%s", buf);
+
+	write_file(path, "#!/usr/bin/env sh\r\necho hi\r\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "bad interpreter '/usr/bin/env sh\\r' (the #! line ends in CR: the "
+			 "script has Windows line endings)");
+
+	write_file(path, "#!/\n", 0755);                     /* a folder */
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), -EACCES);
+	cr_assert_str_eq(buf, "bad interpreter '/' (Permission denied)");
+
+	strcpy(buf, "untouched");
+	write_file(path, "#!/bin/sh\necho hi\n", 0755);      /* a good script */
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	write_file(path, "#!/usr/bin/env sh\necho hi\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	write_file(path, "#!/bin/sh -e\r\necho hi\r\n", 0755); /* the interpreter's to judge */
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	write_file(path, "echo no shebang\n", 0755);
+	cr_assert_eq(child_check_script(path, buf, sizeof(buf)), 0);
+	cr_assert_eq(child_check_script("/nonexistent/file", buf, sizeof(buf)), 0);
+	cr_assert_str_eq(buf, "untouched");
+
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+}
+
+/* The exec itself: ENOENT (127) for a script whose interpreter is missing. */
+LEAK_TEST_OPTS(child, missing_interpreter_fails_the_exec_with_enoent, .timeout = 10)
+{
+	char dir[] = "/tmp/test_child.XXXXXX", path[64];
+	char *argv[] = { path, NULL };
+	int report, err = 0, status;
+	sigset_t none;
+	pid_t pid;
+	struct child_spec s;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	write_file(path, "#!/nonexistent/pyhton3\n", 0755);
+	sigemptyset(&none);
+	s = (struct child_spec){ .path = path, .argv = argv, .mask = &none, .stdio = { -1, -1, -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	cr_assert_eq(child_read_report(report, &err), CHILD_EXEC);
+	cr_assert_eq(err, ENOENT);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 127);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
 }
