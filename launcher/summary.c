@@ -55,6 +55,8 @@ static const char *fate_text(const struct sum_worker *w)
 		return "exited on its own";
 	case SUP_W_STOPPED:
 		return w->code == 0 ? "finished while slotrun was stopping the job" : "stopped by slotrun";
+	case SUP_W_HUNG:
+		return "killed by slotrun for --hang-timeout";
 	}
 	return "?";
 }
