@@ -190,6 +190,7 @@ static void carry_out(struct runner *r, struct sup_actions a)
 		evtimer_add(r->timer, &tv);
 	}
 	if (a.done) {
+		evtimer_del(r->leftovers); /* none left to say */
 		attempt_done(r);
 		return;
 	}
