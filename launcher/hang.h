@@ -19,4 +19,16 @@ double hang_period(double limit);
  * counts as active now (active[] is updated). */
 int hang_find(double *active, const enum sup_worker_fate *fate, int n, bool held, double now, double limit);
 
+/* wrap_rank holds an unfinished line until its '\n', so a rank that
+ * shows progress without newlines (a dot at a time) writes nothing that
+ * slotrun reads.  What wrap_rank read counts instead: the rchar line of
+ * /proc/PID/io (text, NUL-terminated) in *rchar.  Returns 0, or -EINVAL
+ * when text has no such line. */
+int hang_parse_rchar(const char *text, unsigned long long *rchar);
+
+/* Whether a worker silent on slotrun's pipes made progress since the last
+ * look: *seen holds the last rchar (*known: there is one).  The first look
+ * only takes the value; a value that cannot be read is no progress. */
+bool hang_progress(unsigned long long *seen, bool *known, int e, unsigned long long rchar);
+
 #endif

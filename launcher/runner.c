@@ -167,6 +167,11 @@ static void attempt_done(struct runner *r)
 		finish(r);
 }
 
+/* How long after a finished job's SIGTERM to its leftovers slotrun looks
+ * again and says what it waits for: a leftover that exits on the signal
+ * is not worth a line. */
+#define LEFTOVERS_LOOK_S 0.5
+
 static void carry_out(struct runner *r, struct sup_actions a)
 {
 	if (a.signal_workers)
@@ -176,11 +181,16 @@ static void carry_out(struct runner *r, struct sup_actions a)
 	if (a.arm_timer) {
 		struct timeval tv = clock_tv(r->cfg->grace);
 		evtimer_add(r->timer, &tv);
+		if (r->sup.state == SUP_SWEEP && r->cfg->grace > LEFTOVERS_LOOK_S) {
+			tv = clock_tv(LEFTOVERS_LOOK_S);
+			evtimer_add(r->leftovers, &tv);
+		}
 	} else if (a.arm_rescan) {
 		struct timeval tv = { 0, RESCAN_MS * 1000 };
 		evtimer_add(r->timer, &tv);
 	}
 	if (a.done) {
+		evtimer_del(r->leftovers); /* none left to say */
 		attempt_done(r);
 		return;
 	}
@@ -203,10 +213,13 @@ static void reaped(struct runner *r, int i, int status)
 	}
 	if (WIFCONTINUED(status))
 		return;
-	clock_gettime(CLOCK_REALTIME, &w->when);
-	w->after = now_since(r);
+	/* a hung worker's time is when slotrun decided it was hung */
+	if (i != r->sup.hung) {
+		clock_gettime(CLOCK_REALTIME, &w->when);
+		w->after = now_since(r);
+	}
 	feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = status_exit_code(status),
-				    .t = w->after });
+				    .t = now_since(r) });
 }
 
 static void reap(struct runner *r)
@@ -255,6 +268,14 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	feed(arg, (struct sup_event){ .type = SUP_EV_TIMER });
 }
 
+static void on_leftovers(evutil_socket_t fd, short what, void *arg)
+{
+	struct runner *r = arg;
+
+	if (r->sup.state == SUP_SWEEP && !r->sup.escalated)
+		workers_say_leftovers(r, r->cfg->grace - LEFTOVERS_LOOK_S);
+}
+
 static void on_hang_check(evutil_socket_t fd, short what, void *arg)
 {
 	struct runner *r = arg;
@@ -263,10 +284,17 @@ static void on_hang_check(evutil_socket_t fd, short what, void *arg)
 
 	if (!r->started || r->sup.state != SUP_RUNNING)
 		return;
+	/* wrap_rank may hold output that has no '\n' yet: any byte counts */
+	for (i = 0; i < r->n; i++)
+		if (r->fate[i] == SUP_W_RUNNING && now - r->active[i] > limit / 2 && workers_progress(r, i))
+			r->active[i] = now;
 	i = hang_find(r->active, r->fate, r->n, r->cons.paused[0] || r->cons.paused[1], now, limit);
 	if (i < 0)
 		return;
 	snprintf(r->w[i].note, sizeof(r->w[i].note), "no output and no exit for %g s (--hang-timeout)", limit);
+	/* the root cause's time, told to the other nodes before it is reaped */
+	clock_gettime(CLOCK_REALTIME, &r->w[i].when);
+	r->w[i].after = now;
 	say_rank(r, i, "%s: stopping the job", r->w[i].note);
 	feed(r, (struct sup_event){ .type = SUP_EV_HANG, .worker = i, .t = now });
 }
@@ -427,7 +455,8 @@ static int setup_loop(struct runner *r)
 	r->timer = evtimer_new(r->base, on_timer, r);
 	r->backoff = evtimer_new(r->base, on_backoff, r);
 	r->hang_check = event_new(r->base, -1, EV_PERSIST, on_hang_check, r);
-	all = all && r->timer && r->backoff && r->hang_check;
+	r->leftovers = evtimer_new(r->base, on_leftovers, r);
+	all = all && r->timer && r->backoff && r->hang_check && r->leftovers;
 	for (int i = 0; i < RUNNER_NSIGNALS; i++) {
 		r->sigev[i] = evsignal_new(r->base, runner_signals[i], on_signal, r);
 		all = all && r->sigev[i] && event_add(r->sigev[i], NULL) == 0;
@@ -495,6 +524,8 @@ static void teardown(struct runner *r)
 		event_free(r->backoff);
 	if (r->hang_check)
 		event_free(r->hang_check);
+	if (r->leftovers)
+		event_free(r->leftovers);
 	for (int i = 0; r->w && i < r->n; i++)
 		free(r->w[i].diag);
 	console_free(&r->cons);

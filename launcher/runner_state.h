@@ -34,6 +34,8 @@ struct worker {
 	double after;                /* ... seconds after its attempt's start */
 	char note[256];
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
+	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
+	bool rchar_known;            /* ... since its last output reached slotrun */
 };
 
 struct runner {
@@ -63,6 +65,7 @@ struct runner {
 	struct event *backoff;       /* one node: the wait before the next attempt */
 	int stopped_between;         /* one node: the signal that stopped us between attempts */
 	struct event *hang_check;    /* with --hang-timeout */
+	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
 };

@@ -58,6 +58,8 @@ static const char *fate_text(const struct sum_worker *w)
 	switch (w->fate) {
 	case SUP_W_RUNNING:
 		return "still running";
+	case SUP_W_HUNG:
+		return "killed by slotrun for --hang-timeout";
 	case SUP_W_EXITED:
 		return "exited on its own";
 	case SUP_W_STOPPED:

@@ -91,7 +91,7 @@ static struct sup_actions worker_exited(struct sup *s, int w, int code, double t
 	if (w < 0 || w >= s->nworkers || s->fate[w] != SUP_W_RUNNING)
 		return a;
 	if (w == s->hung) { /* its status is the hang's, not our TERM's */
-		s->fate[w] = SUP_W_EXITED;
+		s->fate[w] = SUP_W_HUNG;
 		if (--s->live == 0)
 			a = enter_sweep(s, a);
 		return a;

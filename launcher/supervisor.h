@@ -67,6 +67,7 @@ enum sup_worker_fate {
 	SUP_W_RUNNING,
 	SUP_W_EXITED,        /* on its own, before any stop */
 	SUP_W_STOPPED,       /* exited after slotrun began stopping the job */
+	SUP_W_HUNG,          /* declared hung (--hang-timeout), then stopped by slotrun */
 };
 
 struct sup {

@@ -10,7 +10,10 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "hang.h"
 #include "io.h"
+#include "procs.h"
+#include "quote.h"
 #include "spawn.h"
 
 /* What every worker of an attempt gets besides the plan's variables:
@@ -264,6 +267,7 @@ static void on_stream(evutil_socket_t fd, short what, void *arg)
 	if (out_stream_pump(s) == OUT_PUMP_CLOSED)
 		event_del(is_out ? w->ev_out : w->ev_err);
 	r->active[w - r->w] = clock_mono() - r->t0;
+	w->rchar_known = false; /* the next look at /proc starts afresh */
 	say_file_error(r, w, s);
 	console_flush(&r->cons);
 }
@@ -293,4 +297,92 @@ void workers_watch(struct runner *r)
 		w->ev_out = watch(r, &w->out, w);
 		w->ev_err = watch(r, &w->err, w);
 	}
+}
+
+bool workers_progress(struct runner *r, int i)
+{
+	struct worker *w = &r->w[i];
+	char path[64], text[1024];
+	unsigned long long rchar = 0;
+	int fd, e = -ENOENT;
+	ssize_t n;
+
+	if (!r->cfg->wrapped || w->pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/io", (int)w->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = io_read(fd, text, sizeof(text) - 1);
+		close(fd);
+		if (n > 0) {
+			text[n] = '\0';
+			e = hang_parse_rchar(text, &rchar);
+		}
+	}
+	return hang_progress(&w->rchar, &w->rchar_known, e, rchar);
+}
+
+/* Up to len-1 bytes of /proc/PID/NAME, NUL-terminated; the length, or -1. */
+static ssize_t proc_file(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -1;
+	n = io_read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The rank a process was started for (the RANK its environment began
+ * with: a leftover left its worker's tree, not the variable), or -1. */
+static int proc_rank(pid_t pid)
+{
+	static char env[1 << 16];
+	ssize_t n = proc_file(pid, "environ", env, sizeof(env));
+
+	for (ssize_t k = 0; k < n; k += (ssize_t)strlen(env + k) + 1)
+		if (strncmp(env + k, "RANK=", 5) == 0)
+			return atoi(env + k + 5);
+	return -1;
+}
+
+#define LEFTOVERS_SHOWN 8
+
+void workers_say_leftovers(struct runner *r, double left)
+{
+	pid_t pids[LEFTOVERS_SHOWN + 2];
+	char line[900], comm[64], shown[QUOTE_SIZE(16)];
+	size_t len = 0;
+	int n = procs_tree(r->self, pids, LEFTOVERS_SHOWN + 2), named = 0;
+
+	/* pids[0] is slotrun itself */
+	for (int k = 1; k < n && named < LEFTOVERS_SHOWN; k++) {
+		int rank = proc_rank(pids[k]);
+
+		if (proc_file(pids[k], "comm", comm, sizeof(comm)) < 0)
+			continue; /* gone meanwhile */
+		comm[strcspn(comm, "\n")] = '\0';
+		quote_ctl(shown, sizeof(shown), comm, 16);
+		if (rank >= 0)
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%spid %d (%s) of rank %d",
+						named ? ", " : "", (int)pids[k], shown, rank);
+		else
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%spid %d (%s)",
+						named ? ", " : "", (int)pids[k], shown);
+		named++;
+		if (len >= sizeof(line))
+			break;
+	}
+	if (!named)
+		return;
+	note(r, "slotrun: the ranks are done; waiting for their leftover process%s to exit on SIGTERM: %s%s; "
+	     "%s get SIGKILL in %.1f s (--grace)", named == 1 ? "" : "es", line,
+	     n > LEFTOVERS_SHOWN + 1 ? " and more" : "", named == 1 ? "it will" : "they", left);
 }

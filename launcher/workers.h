@@ -21,4 +21,14 @@ int workers_spawn(struct runner *r, const sigset_t *mask);
  * than left to fill and block its worker. */
 void workers_watch(struct runner *r);
 
+/* --hang-timeout: whether worker i, silent on slotrun's pipes, made
+ * progress since the last look (hang.h: what its wrap_rank read).  Reads
+ * /proc, so the caller asks only for workers silent a while. */
+bool workers_progress(struct runner *r, int i);
+
+/* A finished job whose leftover processes outlive the SIGTERM waits
+ * --grace for them: says once which (pid, name, rank) and that they get
+ * SIGKILL in `left` seconds.  Nothing when none is left. */
+void workers_say_leftovers(struct runner *r, double left);
+
 #endif

@@ -294,7 +294,7 @@ LEAK_TEST(supervisor, a_hung_worker_is_the_root_cause_with_124)
 	cr_assert_eq(s.root_cause, 2);
 	ev_exit(2, 143);
 	cr_assert_eq(code[2], SUP_HANG_CODE, "our TERM does not replace the hang");
-	cr_assert_eq(fate[2], SUP_W_EXITED);
+	cr_assert_eq(fate[2], SUP_W_HUNG, "killed by slotrun for the hang, not on its own");
 	ev_exit(0, 143);
 	ev_exit(1, 143);
 	a = ev_exit(3, 143);

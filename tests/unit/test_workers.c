@@ -214,3 +214,36 @@ LEAK_TEST(workers, a_log_folder_that_cannot_take_files_fails_the_start)
 	cr_assert_str_eq(w[0].note, "cannot open log file /nonexistent/logs/rank-0.stdout: No such file or "
 				    "directory");
 }
+
+LEAK_TEST(workers, leftovers_are_named_with_their_rank)
+{
+	static char *sleeper[] = { "sh", "-c", "exec sleep 30", NULL };
+	char want[64];
+	const char *said, *at;
+
+	cfg.cmd = sleeper;
+	spawn();
+	workers_say_leftovers(&r, 2.5);
+	console_flush(&r.cons);
+	said = drain(err_pipe[0]);
+	for (int i = 0; i < NSLOTS; i++) {
+		snprintf(want, sizeof(want), "pid %d (", (int)w[i].pid);
+		at = strstr(said, want);
+		cr_assert_not_null(at, "%s", said);
+		snprintf(want, sizeof(want), ") of rank %d", i);
+		cr_assert_not_null(strstr(at, want), "%s", said);
+	}
+	cr_assert_not_null(strstr(said, "they get SIGKILL in 2.5 s (--grace)\n"), "%s", said);
+	cr_assert_eq(strchr(said, '\n'), said + strlen(said) - 1, "one line: %s", said);
+	for (int i = 0; i < NSLOTS; i++) {
+		kill(w[i].pid, SIGKILL);
+		cr_assert_eq(waitpid(w[i].pid, NULL, 0), w[i].pid);
+	}
+}
+
+LEAK_TEST(workers, no_leftover_says_nothing)
+{
+	workers_say_leftovers(&r, 2.5);
+	console_flush(&r.cons);
+	cr_assert_str_eq(drain(err_pipe[0]), "");
+}
