@@ -46,7 +46,7 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_RESTART_ON]\n"
 "Running:\n"
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
-"  --hang-timeout S     a rank that neither writes a line nor exits for S seconds\n"
+"  --hang-timeout S     a rank that neither writes nor exits for S seconds\n"
 "                       fails the job with status 124 (0: off)  [SLOTRUN_HANG_TIMEOUT]\n"
 "  --bind auto|none|core|numa|gpu\n"
 "                       pinning (auto: gpu on GPU slots, core on CPU slots) [SLOTRUN_BIND]\n"
