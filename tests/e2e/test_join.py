@@ -59,12 +59,18 @@ def fake_chief(greeting):
         ls.close()
 
 
-def member(chief, port, join_timeout, prefix=()):
-    """Node 1 of two, joining the chief at chief:port."""
-    args = [*prefix, SR, "--nnodes", "2", "--node-rank", "1", "--addrs", f"{chief},{chief}",
-            "--control-port", str(port), "--slots", "1", "--join-timeout", str(join_timeout),
-            "--heartbeat-timeout", "2", "--", "true"]
-    return Proc(args, environ=clean_env({"SLOTRUN_JOB_SECRET": SECRET}))
+def member_args(chief, port, join_timeout):
+    """slotrun's arguments for node 1 of two, joining the chief at chief:port."""
+    return ["--nnodes", "2", "--node-rank", "1", "--addrs", f"{chief},{chief}", "--control-port", str(port),
+            "--slots", "1", "--join-timeout", str(join_timeout), "--heartbeat-timeout", "2", "--", "true"]
+
+
+def member_env():
+    return clean_env({"SLOTRUN_JOB_SECRET": SECRET})
+
+
+def member(chief, port, join_timeout):
+    return Proc([SR, *member_args(chief, port, join_timeout)], environ=member_env())
 
 
 def refused_at_once(greeting, shown):
@@ -120,10 +126,7 @@ def dropped_syns_end_the_join_at_the_join_timeout():
         subprocess.run(["ip", "-n", job.cl.ns(0), "neigh", "replace", silent, "lladdr", "02:00:5e:00:00:63",
                         "dev", job.cl.iface(0), "nud", "permanent"], check=True, capture_output=True, timeout=20)
         t0 = time.monotonic()
-        p = member(silent, 29401, 3, prefix=job.cl.prefix(0))
-        p.node = 0
-        job.procs[0] = p
-        job.every.append(p)
+        p = job.spawn(0, member_args(silent, 29401, 3), member_env())
         code = job.finish([0], timeout=30)[0]
         err = p.err.decode(errors="replace")
         assert code == 2, f"exit {code}; stderr={err!r}"
