@@ -210,8 +210,9 @@ static void take_frames(struct conn *c)
 		if (len == 0)
 			return;
 		if (len < 0) {
-			/* lost, also before the handshake: a node must try its
-			 * chief again (the chief drops a stranger alike) */
+			/* lost, also before the handshake: the side decides
+			 * what that means (a node names a stranger on its
+			 * chief's port, the chief drops one) */
 			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}

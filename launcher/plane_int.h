@@ -44,9 +44,10 @@ struct plane {
 	                           * is unknown the address it joined from */
 	struct conn *conns;       /* every open connection */
 	struct conn *dead;        /* closed, freed at the next tick or at close */
+	struct event *ev_join;    /* the join's deadline */
 	/* chief */
 	int lfd;
-	struct event *ev_accept, *ev_join, *ev_restart;
+	struct event *ev_accept, *ev_restart;
 	struct plane_coord_cfg ccfg;
 	struct plane_coord coord;
 	struct conn **by_node;
@@ -56,7 +57,7 @@ struct plane {
 	enum member_state mstate;
 	struct conn *chief_conn;
 	struct event *ev_retry;
-	double join_deadline, retry_delay;
+	double join_deadline, retry_delay;  /* clock_mono() */
 	char connect_err[160];
 	bool local_done;
 	bool ever_started;        /* a first START came: a job, not a join */

@@ -11,27 +11,36 @@
 
 #include "clock.h"
 #include "plane_conn.h"
+#include "quote.h"
 #include "sock.h"
+
+/* How many of the first bytes a stranger on the control port sent are
+ * shown. */
+#define SHOWN_BYTES 32
 
 static void try_connect(struct plane *p);
 
-/* Another try after a short, growing delay; past the join deadline the
- * node gives up with the last reason (status 2). */
+/* The one deadline of the join (connect, handshake, retries): the node
+ * gives up with the last reason (status 2). */
+static void give_up(struct plane *p)
+{
+	plane_say(p, "could not join the chief at %s:%d within %g s: %s", plane_host(p, 0),
+		  p->cfg->control_port, p->cfg->join_timeout, p->connect_err[0] ? p->connect_err : "no answer");
+	plane_end_job(p, 2, NULL);
+}
+
+/* Another try after a short, growing delay; none that would start past
+ * the join deadline (its timer gives up then). */
 static void schedule_retry(struct plane *p)
 {
-	double now = clock_mono();
+	double left = p->join_deadline - clock_mono();
 	struct timeval tv;
 
 	if (p->ended)
 		return;
 	p->mstate = M_CONNECTING;
-	if (now + p->retry_delay > p->join_deadline) {
-		plane_say(p, "could not join the chief at %s:%d within %g s: %s", plane_host(p, 0),
-			  p->cfg->control_port, p->cfg->join_timeout,
-			  p->connect_err[0] ? p->connect_err : "no answer");
-		plane_end_job(p, 2, NULL);
+	if (p->retry_delay >= left)
 		return;
-	}
 	tv = clock_tv(p->retry_delay);
 	evtimer_add(p->ev_retry, &tv);
 	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
@@ -101,6 +110,26 @@ static void try_connect(struct plane *p)
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
 	try_connect(arg);
+}
+
+/* The join deadline: a connect the network never answered, a handshake
+ * still under way or the last failed try ends the join here. */
+static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct conn *c = p->chief_conn;
+
+	if (p->ended || (c && c->authed))
+		return;
+	if (c && c->connecting)
+		snprintf(p->connect_err, sizeof(p->connect_err),
+			 "the connection got no answer (is a firewall dropping it?)");
+	else if (c)
+		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
+	if (c)
+		plane_conn_drop(c);
+	evtimer_del(p->ev_retry);
+	give_up(p);
 }
 
 /* The chief's CHAL: answer with our JOIN, proving the secret. */
@@ -242,9 +271,63 @@ static void chief_gone(struct plane *p, const char *why)
 		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
 }
 
+/* Whether what c received before our JOIN can still be a slotrun's CHAL:
+ * nothing yet or part of a frame can; a frame no slotrun sends cannot. */
+static bool may_be_slotrun(const struct conn *c)
+{
+	long len = plane_frame_len(c->in, c->in_len);
+	struct plane_msg m;
+
+	if (len == 0)
+		return true;
+	return len > 0 && plane_decode(c->in, (size_t)len, &m) == 0 && m.type == PLANE_CHAL;
+}
+
+/* The first bytes c received, on one line.  quote_ctl shows a run of
+ * text; a NUL (which would end its string) and a byte past ASCII (a
+ * binary peer's, not text) are written as \xNN here. */
+static void show_received(const struct conn *c, char *out, size_t size)
+{
+	size_t n = c->in_len < SHOWN_BYTES ? c->in_len : SHOWN_BYTES, o = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0, run; i < n && o + 1 < size; i += run) {
+		char text[SHOWN_BYTES + 1];
+
+		for (run = 0; i + run < n && c->in[i + run] && c->in[i + run] < 0x80; run++)
+			text[run] = (char)c->in[i + run];
+		text[run] = '\0';
+		if (run) {
+			quote_ctl(out + o, size - o, text, run);
+		} else {
+			snprintf(out + o, size - o, "\\x%02x", c->in[i]);
+			run = 1;
+		}
+		o += strlen(out + o);
+	}
+	if (c->in_len > n && o + 1 < size)
+		snprintf(out + o, size - o, "...");
+}
+
+/* Another program holds the chief's control port: no retry will reach a
+ * slotrun there (the chief cannot listen on that port), so the node gives
+ * up at once and shows what answered. */
+static void not_slotrun(struct conn *c)
+{
+	char shown[QUOTE_SIZE(SHOWN_BYTES)];
+
+	show_received(c, shown, sizeof(shown));
+	plane_say(c->p, "the chief's control port %s:%d answered with something that is not slotrun (it sent \"%s\"): "
+		  "is --control-port (or --master-port) the chief's, and free there?", plane_host(c->p, 0),
+		  c->p->cfg->control_port, shown);
+	plane_end_job(c->p, 2, NULL);
+}
+
 static void on_lost(struct conn *c, const char *why)
 {
-	if (!c->authed) /* not our chief yet: try again */
+	if (!c->authed && c->p->mstate == M_HELLO && !may_be_slotrun(c))
+		not_slotrun(c);
+	else if (!c->authed) /* not our chief yet: try again */
 		retry_after(c->p, why);
 	else
 		chief_gone(c->p, why);
@@ -273,12 +356,16 @@ const struct plane_side plane_member_side = {
 
 int plane_member_open(struct plane *p, char *err, size_t errlen)
 {
+	struct timeval tv = clock_tv(p->cfg->join_timeout);
+
 	p->ev_retry = evtimer_new(p->base, on_retry, p);
-	if (!p->ev_retry) {
+	p->ev_join = evtimer_new(p->base, on_join_deadline, p);
+	if (!p->ev_retry || !p->ev_join) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	p->join_deadline = clock_mono() + p->cfg->join_timeout;
+	evtimer_add(p->ev_join, &tv);
 	try_connect(p);
 	return 0;
 }
@@ -315,4 +402,6 @@ void plane_member_close(struct plane *p)
 {
 	if (p->ev_retry)
 		event_free(p->ev_retry);
+	if (p->ev_join)
+		event_free(p->ev_join);
 }

@@ -344,8 +344,10 @@ static void chief_welcome(void)
 }
 
 /* A fake chief that answers every connection with greet and closes it:
- * the node retries until its join timeout and names the last reason. */
-static void gives_up_naming(const void *greet, size_t len, const char *why)
+ * no slotrun speaks so, and no retry would find one on that port, so the
+ * node gives up at once (long before its join timeout), showing what it
+ * heard. */
+static void gives_up_showing(const void *greet, size_t len, const char *shown)
 {
 	struct plane_cfg cfg;
 	struct plane *p;
@@ -353,31 +355,65 @@ static void gives_up_naming(const void *greet, size_t len, const char *why)
 
 	peer.greet = greet;
 	peer.greet_len = len;
-	cfg = node_cfg(fake_chief(), 2.0);
+	cfg = node_cfg(fake_chief(), 60.0);
 	p = open_plane(&cfg);
-	cr_assert(run_until(has_ended, WAIT), "the node neither retried nor gave up");
+	cr_assert(run_until(has_ended, WAIT), "the node did not give up before its join timeout");
 	cr_assert_eq(rec.code, 2);
 	cr_assert_eq(rec.started, 0);
-	snprintf(line, sizeof(line), "slotrun: could not join the chief at 127.0.0.1:%d within 2 s: %s",
-		 cfg.control_port, why);
+	snprintf(line, sizeof(line), "slotrun: the chief's control port 127.0.0.1:%d answered with something "
+		 "that is not slotrun (it sent \"%s\")", cfg.control_port, shown);
 	assert_said(line);
+	cr_assert_eq(rec.nsaid, 1);
 	plane_close(p);
 }
 
-LEAK_TEST_OPTS(plane_member, garbage_from_the_chief_port_is_retried_until_the_join_timeout, .timeout = 30)
+LEAK_TEST_OPTS(plane_member, garbage_from_the_chief_port_ends_the_join_showing_it, .timeout = 30)
 {
-	static const unsigned char garbage[] = { 0xff, 0xff, 0xff, 0xff, 'G', 'E', 'T', ' ' };
+	static const unsigned char garbage[] = { 0xff, 0xff, 0xff, 0xff, 'G', 'E', 'T', ' ', '/', '\n' };
 
-	gives_up_naming(garbage, sizeof(garbage), "it sent a malformed message");
+	gives_up_showing(garbage, sizeof(garbage), "\\xff\\xff\\xff\\xffGET /\\x0a");
 }
 
-LEAK_TEST_OPTS(plane_member, a_listener_that_is_no_slotrun_is_named, .timeout = 30)
+LEAK_TEST_OPTS(plane_member, a_banner_longer_than_shown_is_cut, .timeout = 30)
+{
+	static const char banner[] = "SSH-2.0-OpenSSH_9.6p1 Debian-3 with a long tail\r\n";
+
+	gives_up_showing(banner, sizeof(banner) - 1, "SSH-2.0-OpenSSH_9.6p1 Debian-3 w...");
+}
+
+LEAK_TEST_OPTS(plane_member, zero_bytes_are_shown, .timeout = 30)
+{
+	static const unsigned char zeros[] = { 0, 0, 0, 0 };
+
+	gives_up_showing(zeros, sizeof(zeros), "\\x00\\x00\\x00\\x00");
+}
+
+LEAK_TEST_OPTS(plane_member, a_message_other_than_chal_is_not_a_slotrun_chief, .timeout = 30)
 {
 	unsigned char ping[16];
 	int n = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, ping, sizeof(ping));
+	char shown[64] = "";
 
 	cr_assert_gt(n, 0);
-	gives_up_naming(ping, (size_t)n, "it is not a slotrun control port");
+	for (int i = 0; i < n; i++)
+		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "\\x%02x", ping[i]);
+	gives_up_showing(ping, (size_t)n, shown);
+}
+
+/* A listener that accepts and never speaks: the join timeout, shorter
+ * than a handshake's own deadline, ends the join. */
+LEAK_TEST_OPTS(plane_member, a_silent_listener_ends_the_join_at_the_join_timeout, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 0.5);
+	struct plane *p = open_plane(&cfg);
+	char line[256];
+
+	cr_assert(run_until(has_ended, PLANE_AUTH_DEADLINE - 2), "the handshake outlived the join timeout");
+	cr_assert_eq(rec.code, 2);
+	snprintf(line, sizeof(line), "slotrun: could not join the chief at 127.0.0.1:%d within 0.5 s: "
+		 "no answer to the handshake", cfg.control_port);
+	assert_said(line);
+	plane_close(p);
 }
 
 LEAK_TEST_OPTS(plane_member, a_chief_with_another_secret_refuses_and_the_node_ends, .timeout = 30)
