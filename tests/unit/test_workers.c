@@ -215,6 +215,26 @@ LEAK_TEST(workers, a_log_folder_that_cannot_take_files_fails_the_start)
 				    "directory");
 }
 
+/* Until pid has exec'd its command (a fork that has not yet shows the
+ * test's own environment, without RANK), or the deadline. */
+static void wait_exec(pid_t pid, const char *name)
+{
+	char path[64], comm[32];
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	for (int tries = 0; tries < 1000; tries++) {
+		FILE *f = fopen(path, "re");
+		bool there = f && fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
+
+		if (f)
+			fclose(f);
+		if (there)
+			return;
+		usleep(10000);
+	}
+	cr_assert_fail("pid %d never became %s", (int)pid, name);
+}
+
 LEAK_TEST(workers, leftovers_are_named_with_their_rank)
 {
 	static char *sleeper[] = { "sh", "-c", "exec sleep 30", NULL };
@@ -223,6 +243,8 @@ LEAK_TEST(workers, leftovers_are_named_with_their_rank)
 
 	cfg.cmd = sleeper;
 	spawn();
+	for (int i = 0; i < NSLOTS; i++)
+		wait_exec(w[i].pid, "sleep");
 	workers_say_leftovers(&r, 2.5);
 	console_flush(&r.cons);
 	said = drain(err_pipe[0]);
