@@ -3,7 +3,6 @@
  * each field's validation, the configuration comparison, and the atomic
  * file write. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
@@ -15,6 +14,7 @@
 
 #include "ckpt.h"
 #include "model.h"
+#include "folder.h"
 #include "leak_check.h"
 
 #define N 4    /* parameters */
@@ -271,20 +271,6 @@ static char *tmpdir(void)
 	return d;
 }
 
-/* How many names the folder holds, . and .. aside. */
-static int entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d, "%s", dir);
-	while ((e = readdir(d)))
-		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-	closedir(d);
-	return n;
-}
-
 /* A write killed midway (the grace ran out during a checkpoint) leaves a
  * temporary file as large as the checkpoint: the next write removes it, and
  * nothing else. */
@@ -308,7 +294,7 @@ LEAK_TEST(ckpt, a_write_removes_what_a_killed_write_left)
 	cr_assert_eq(ckpt_write_file(sub, buf, len, err, sizeof(err)), 0, "%s", err);
 	cr_expect_eq(stat(stale, &st), -1, "the killed write's temporary file is still there");
 	cr_expect_eq(stat(other, &st), 0, "a file that is not ours was removed");
-	cr_expect_eq(entries(sub), 2);
+	cr_expect_eq(folder_entries(sub), 2);
 	unlink(stale);
 	unlink(other);
 	snprintf(stale, sizeof(stale), "%s/" CKPT_FILE, sub);
@@ -330,7 +316,7 @@ LEAK_TEST(ckpt, file_write_is_atomic_and_reads_back)
 	cr_assert_eq(ckpt_read_file(sub, 1 << 20, &got, &glen, err, sizeof(err)), -ENOENT);
 	cr_assert(strstr(err, "no checkpoint"), "%s", err);
 	cr_assert_eq(ckpt_write_file(sub, buf, len, err, sizeof(err)), 0, "%s", err);
-	cr_assert_eq(entries(sub), 1, "no temporary file is left");
+	cr_assert_eq(folder_entries(sub), 1, "no temporary file is left");
 	cr_assert_eq(ckpt_read_file(sub, 1 << 20, &got, &glen, err, sizeof(err)), 0, "%s", err);
 	cr_assert_eq(glen, len);
 	cr_assert_eq(memcmp(got, buf, len), 0);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <dirent.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "io.h"
+#include "folder.h"
 #include "leak_check.h"
 #include "tmp_dir.h"
 
@@ -193,18 +193,9 @@ TestSuite(replace_file, .init = tmp_dir_setup, .fini = tmp_dir_teardown, .timeou
 static int entries(const char *sub)
 {
 	char path[256];
-	struct dirent *de;
-	DIR *d;
-	int n = 0;
 
 	snprintf(path, sizeof(path), "%s%s%s", tmpdir, sub ? "/" : "", sub ? sub : "");
-	d = opendir(path);
-	cr_assert_not_null(d);
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
+	return folder_entries(path);
 }
 
 static void assert_file(const char *path, const char *text)

@@ -4,7 +4,6 @@
  * its value, for each kind of root cause, with restarts, and with lines
  * that are not plain ASCII. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <jansson.h>
 #include <signal.h>
@@ -15,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "folder.h"
 #include "leak_check.h"
 #include "summary.h"
 #include "tmp_dir.h"
@@ -524,20 +524,6 @@ LEAK_TEST(summary, bytes_that_are_not_text_are_escaped_and_a_nul_does_not_end_th
 
 /* ---- the file ---- */
 
-static int entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 LEAK_TEST(summary, the_file_is_replaced_whole_and_a_bad_path_is_an_errno)
 {
 	struct sum_job j = three_ranks();
@@ -548,12 +534,12 @@ LEAK_TEST(summary, the_file_is_replaced_whole_and_a_bad_path_is_an_errno)
 	root = write_and_load(&j);
 	cr_assert_eq(get_int(root, "exit_status"), 3, "the old content is gone");
 	json_decref(root);
-	cr_assert_eq(entries(tmpdir), 1, "no temporary file is left beside it");
+	cr_assert_eq(folder_entries(tmpdir), 1, "no temporary file is left beside it");
 
 	errno = 0;
 	cr_assert_eq(summary_write_json(tmp_path("missing/error.json"), &j), -ENOENT);
 	cr_assert_eq(errno, ENOENT, "errno is set too");
-	cr_assert_eq(entries(tmpdir), 1);
+	cr_assert_eq(folder_entries(tmpdir), 1);
 
 	memset(long_path, 'x', sizeof(long_path) - 1);
 	long_path[0] = '/';
@@ -564,7 +550,7 @@ LEAK_TEST(summary, the_file_is_replaced_whole_and_a_bad_path_is_an_errno)
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(mkdir(path, 0755), 0);
 	cr_assert_lt(summary_write_json(path, &j), 0);
-	cr_assert_eq(entries(tmpdir), 1);
+	cr_assert_eq(folder_entries(tmpdir), 1);
 }
 
 /* ---- the words of the text summary ---- */
