@@ -23,21 +23,35 @@ struct pp {
 
 /* "pid (comm) S ppid ...": comm may hold spaces and ')', so parse from the
  * last ')'.  Zombies are skipped: they are already dead. */
-static int read_ppid(pid_t pid, pid_t *ppid)
+ssize_t procs_read(pid_t pid, const char *name, char *buf, size_t len)
 {
-	char path[64], buf[512], *p;
+	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (len == 0)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = io_read(fd, buf, sizeof(buf) - 1);
+	n = io_read(fd, buf, len - 1);
 	close(fd);
-	if (n <= 0)
-		return -EIO;
+	if (n < 0)
+		return n;
 	buf[n] = '\0';
+	return n;
+}
+
+static int read_ppid(pid_t pid, pid_t *ppid)
+{
+	char buf[512], *p;
+	ssize_t n = procs_read(pid, "stat", buf, sizeof(buf));
+
+	if (n < 0)
+		return (int)n;
+	if (n == 0)
+		return -EIO;
 	p = strrchr(buf, ')');
 	if (!p || p[1] != ' ' || !p[2] || p[2] == 'Z' || p[2] == 'X')
 		return -ESRCH;

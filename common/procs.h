@@ -37,4 +37,9 @@ int procs_kill_subtree(void);
  * live descendant has an ancestor that is its child. */
 bool procs_have_children(void);
 
+/* Up to len - 1 bytes of /proc/PID/NAME ("stat", "io", "environ"...),
+ * NUL-terminated (a file with NULs in it is read whole all the same).
+ * Returns the length, or -errno (-ENOENT: the process is gone). */
+ssize_t procs_read(pid_t pid, const char *name, char *buf, size_t len);
+
 #endif

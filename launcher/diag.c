@@ -115,17 +115,11 @@ static void stack(FILE *out, const char *eu_stack, pid_t pid, double deadline)
  * where. */
 static void proc_line(FILE *out, pid_t pid)
 {
-	char path[64], stat[512], wchan[128] = "", name[64], comm[QUOTE_SIZE(16)] = "?", state = '?';
+	char stat[512], wchan[128] = "", name[64], comm[QUOTE_SIZE(16)] = "?", state = '?';
 	char *open_paren, *close_paren;
-	FILE *in;
-	size_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (!(in = fopen(path, "re")))
+	if (procs_read(pid, "stat", stat, sizeof(stat)) < 0)
 		return;
-	n = fread(stat, 1, sizeof(stat) - 1, in);
-	fclose(in);
-	stat[n] = '\0';
 	open_paren = strchr(stat, '(');
 	close_paren = strrchr(stat, ')');
 	if (open_paren && close_paren && close_paren > open_paren) {
@@ -135,12 +129,8 @@ static void proc_line(FILE *out, pid_t pid)
 		quote_ctl(comm, sizeof(comm), name, 16);
 		state = close_paren[1] == ' ' ? close_paren[2] : '?';
 	}
-	snprintf(path, sizeof(path), "/proc/%d/wchan", (int)pid);
-	if ((in = fopen(path, "re"))) {
-		n = fread(wchan, 1, sizeof(wchan) - 1, in);
-		wchan[n] = '\0';
-		fclose(in);
-	}
+	if (procs_read(pid, "wchan", wchan, sizeof(wchan)) < 0)
+		wchan[0] = '\0';
 	fprintf(out, "pid %d (%s) state %c%s%s\n", (int)pid, comm, state, wchan[0] && strcmp(wchan, "0") ?
 		", waiting in " : "", wchan[0] && strcmp(wchan, "0") ? wchan : "");
 }

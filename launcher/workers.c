@@ -302,42 +302,15 @@ void workers_watch(struct runner *r)
 bool workers_progress(struct runner *r, int i)
 {
 	struct worker *w = &r->w[i];
-	char path[64], text[1024];
+	char text[1024];
 	unsigned long long rchar = 0;
-	int fd, e = -ENOENT;
-	ssize_t n;
+	int e = -ENOENT;
 
 	if (!r->cfg->wrapped || w->pid <= 0)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/io", (int)w->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		n = io_read(fd, text, sizeof(text) - 1);
-		close(fd);
-		if (n > 0) {
-			text[n] = '\0';
-			e = hang_parse_rchar(text, &rchar);
-		}
-	}
+	if (procs_read(w->pid, "io", text, sizeof(text)) > 0)
+		e = hang_parse_rchar(text, &rchar);
 	return hang_progress(&w->rchar, &w->rchar_known, e, rchar);
-}
-
-/* Up to len-1 bytes of /proc/PID/NAME, NUL-terminated; the length, or -1. */
-static ssize_t proc_file(pid_t pid, const char *name, char *buf, size_t len)
-{
-	char path[64];
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -1;
-	n = io_read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
 }
 
 /* The rank a process was started for (the RANK its environment began
@@ -345,7 +318,7 @@ static ssize_t proc_file(pid_t pid, const char *name, char *buf, size_t len)
 static int proc_rank(pid_t pid)
 {
 	static char env[1 << 16];
-	ssize_t n = proc_file(pid, "environ", env, sizeof(env));
+	ssize_t n = procs_read(pid, "environ", env, sizeof(env));
 
 	for (ssize_t k = 0; k < n; k += (ssize_t)strlen(env + k) + 1)
 		if (strncmp(env + k, "RANK=", 5) == 0)
@@ -366,7 +339,7 @@ void workers_say_leftovers(struct runner *r, double left)
 	for (int k = 1; k < n && named < LEFTOVERS_SHOWN; k++) {
 		int rank = proc_rank(pids[k]);
 
-		if (proc_file(pids[k], "comm", comm, sizeof(comm)) < 0)
+		if (procs_read(pids[k], "comm", comm, sizeof(comm)) < 0)
 			continue; /* gone meanwhile */
 		comm[strcspn(comm, "\n")] = '\0';
 		quote_ctl(shown, sizeof(shown), comm, 16);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -170,4 +171,22 @@ LEAK_TEST(procs, signal_descendants_of_a_process_without_children)
 	cr_assert_eq(procs_signal_descendants(getpid(), 0), 0);
 	cr_assert_eq(procs_tree(getpid(), list, 2), 1);
 	cr_assert_eq(list[0], getpid());
+}
+
+LEAK_TEST(procs, read_gives_a_file_of_proc_terminated_and_cut)
+{
+	char buf[64], small[4];
+	pid_t gone = fork();
+
+	if (gone == 0)
+		_exit(0);
+	cr_assert_gt(gone, 0);
+	cr_assert_eq(waitpid(gone, NULL, 0), gone);
+	prctl(PR_SET_NAME, "procs-read");
+	cr_assert_eq(procs_read(getpid(), "comm", buf, sizeof(buf)), 11);
+	cr_assert_str_eq(buf, "procs-read\n");
+	cr_assert_eq(procs_read(getpid(), "comm", small, sizeof(small)), 3, "cut to len - 1");
+	cr_assert_str_eq(small, "pro");
+	cr_assert_eq(procs_read(gone, "comm", buf, sizeof(buf)), -ENOENT, "a reaped process is gone");
+	cr_assert_eq(procs_read(getpid(), "comm", buf, 0), -EINVAL);
 }
