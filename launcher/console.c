@@ -10,6 +10,25 @@
 
 #include "clock.h"
 
+/* What wakes con[k] with `left` bytes pending: the fd's room, or while
+ * waiting for room a timer (a file on a full disk is always "writable",
+ * and epoll refuses regular files). */
+static void arm(struct console *c, int k, size_t left)
+{
+	if (left > 0 && c->con[k].waiting) {
+		struct timeval tv = clock_tv(c->con[k].retry_at - clock_mono());
+
+		event_del(c->ev[k]);
+		evtimer_add(c->retry[k], &tv);
+		return;
+	}
+	evtimer_del(c->retry[k]);
+	if (left > 0)
+		event_add(c->ev[k], NULL);
+	else
+		event_del(c->ev[k]);
+}
+
 void console_note(struct console *c, const char *fmt, ...)
 {
 	char line[1024];
@@ -25,8 +44,8 @@ void console_note(struct console *c, const char *fmt, ...)
 		n = sizeof(line) - 2;
 	line[n++] = '\n';
 	out_console_put(&c->con[1], line, (size_t)n);
-	if (c->ev[1] && out_console_flush(&c->con[1]) > 0)
-		event_add(c->ev[1], NULL);
+	if (c->ev[1] && c->retry[1])
+		arm(c, 1, out_console_flush(&c->con[1]));
 }
 
 static void set_paused(struct console *c, int k, bool paused)
@@ -42,19 +61,54 @@ void console_reset_pauses(struct console *c)
 	c->paused[0] = c->paused[1] = false;
 }
 
+static const char *const names[2] = { "stdout", "stderr" };
+
+/* What a wait for room is called: ENOSPC or EDQUOT. */
+static const char *room_text(int err)
+{
+	return err == ENOSPC ? "on a full disk" : "over its disk quota";
+}
+
+/* The lines that say a wait for room began and ended, once each. */
+static void say_waits(struct console *c)
+{
+	for (int k = 0; k < 2; k++) {
+		struct out_console *o = &c->con[k];
+
+		if (o->waiting && !c->wait_said[k]) {
+			c->wait_said[k] = true;
+			console_note(c, "slotrun: %s: %s: retrying until there is room; meanwhile what exceeds "
+				     "%d KiB is dropped and counted", names[k], strerror(o->err),
+				     OUT_CONSOLE_HIGH >> 10);
+		}
+		if (o->resumed) {
+			o->resumed = false;
+			c->wait_said[k] = false;
+			if (o->wait_bytes)
+				console_note(c, "slotrun: %s resumed after %.1f s %s (%s); %zu line%s (%zu bytes) %s lost",
+					     names[k], o->waited, room_text(o->err), strerror(o->err), o->wait_lines,
+					     o->wait_lines == 1 ? "" : "s", o->wait_bytes,
+					     o->wait_lines == 1 ? "was" : "were");
+			else
+				console_note(c, "slotrun: %s resumed after %.1f s %s (%s); nothing was lost",
+					     names[k], o->waited, room_text(o->err), strerror(o->err));
+		}
+	}
+}
+
 void console_flush(struct console *c)
 {
 	for (int k = 0; k < 2; k++) {
 		size_t left = out_console_flush(&c->con[k]);
 
-		if (left > 0)
-			event_add(c->ev[k], NULL);
-		else
-			event_del(c->ev[k]);
+		arm(c, k, left);
 		/* While the job runs a slow reader slows the workers; once it
-		 * stops, their output is read on and shed, so they can exit. */
+		 * stops, their output is read on and shed, so they can exit.  A
+		 * full disk holds nobody back: its queue is bounded instead. */
 		if (c->hooks->stopping(c->arg)) {
 			c->con[k].shed = true;
+			set_paused(c, k, false);
+		} else if (c->con[k].waiting) {
 			set_paused(c, k, false);
 		} else if (left > OUT_CONSOLE_HIGH) {
 			set_paused(c, k, true);
@@ -67,9 +121,15 @@ void console_flush(struct console *c)
 		console_note(c, "slotrun: stdout: %s: the workers' output to it is dropped from now on",
 			     strerror(c->con[0].err));
 	}
+	say_waits(c);
 }
 
 static void on_writable(evutil_socket_t fd, short what, void *arg)
+{
+	console_flush(arg);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
 	console_flush(arg);
 }
@@ -86,9 +146,10 @@ int console_init(struct console *c, struct event_base *base, int out_fd, int err
 	for (int k = 0; k < 2; k++) {
 		out_console_init(&c->con[k], k == 0 ? out_fd : err_fd);
 		c->ev[k] = event_new(base, c->con[k].fd, EV_WRITE | EV_PERSIST, on_writable, c);
+		c->retry[k] = evtimer_new(base, on_retry, c);
 	}
 	c->deadline = evtimer_new(base, on_deadline, c);
-	return c->ev[0] && c->ev[1] && c->deadline ? 0 : -ENOMEM;
+	return c->ev[0] && c->ev[1] && c->retry[0] && c->retry[1] && c->deadline ? 0 : -ENOMEM;
 }
 
 void console_free(struct console *c)
@@ -97,6 +158,9 @@ void console_free(struct console *c)
 		if (c->ev[k])
 			event_free(c->ev[k]);
 		c->ev[k] = NULL;
+		if (c->retry[k])
+			event_free(c->retry[k]);
+		c->retry[k] = NULL;
 		out_console_free(&c->con[k]);
 	}
 	if (c->deadline)
@@ -113,9 +177,15 @@ void console_drain(struct console *c, struct event_base *base, double limit)
 	if (limit >= 0)
 		evtimer_add(c->deadline, &tv);
 	console_flush(c);
-	while (!c->give_up && out_console_pending(&c->con[0]) + out_console_pending(&c->con[1]) > 0)
+	while (!c->give_up && out_console_pending(&c->con[0]) + out_console_pending(&c->con[1]) > 0) {
+		if (limit < 0 && (c->con[0].waiting || c->con[1].waiting) &&
+		    !evtimer_pending(c->deadline, NULL)) {
+			tv = clock_tv(CONSOLE_ROOM_WAIT);
+			evtimer_add(c->deadline, &tv);
+		}
 		if (event_base_loop(base, EVLOOP_ONCE) < 0)
 			break;
+	}
 	evtimer_del(c->deadline);
 	if (c->give_up)
 		for (int k = 0; k < 2; k++)

@@ -11,7 +11,13 @@
  * (a failure's last words).  Once the job is stopping the queues shed
  * instead (output.h), so the workers' pipes never fill and they can exit.
  * The owner says through hooks whether the job is stopping and what
- * pausing means (which reads to stop). */
+ * pausing means (which reads to stop).
+ *
+ * A console waiting for room (output.h: a file on a full disk) pauses
+ * nothing: its queue is bounded instead, and a timer retries the write.
+ * The wait is said on stderr when it begins and when it ends, with what
+ * was lost meanwhile; when stderr is the full one, both lines wait in its
+ * queue and come out once it has room again. */
 #ifndef SLOTRUN_CONSOLE_H
 #define SLOTRUN_CONSOLE_H
 
@@ -29,6 +35,8 @@ struct console_hooks {
 struct console {
 	struct out_console con[2];   /* slotrun's stdout and stderr */
 	struct event *ev[2];         /* writable */
+	struct event *retry[2];      /* waiting for room: the next try */
+	bool wait_said[2];           /* the wait that began was said */
 	bool paused[2];              /* reading into con[k] is paused: it is full */
 	bool stdout_said;            /* its write failure was said */
 	bool flushing;               /* at exit: writing what the queues hold */
@@ -54,10 +62,14 @@ void console_flush(struct console *c);
 /* Resumes reading and forgets the pauses: a new attempt starts unpaused. */
 void console_reset_pauses(struct console *c);
 
+/* At exit a console waiting for room is waited for at most this long. */
+#define CONSOLE_ROOM_WAIT 10.0
+
 /* At exit: writes what the queues hold, on the loop, so that signals
  * still act; gives up (counting what is dropped) when told to stop
  * (console_stop), or after `limit` seconds (< 0: no limit; a reader slow
- * but alive is waited for). */
+ * but alive is waited for, a full disk only CONSOLE_ROOM_WAIT seconds
+ * from when the drain finds it full). */
 void console_drain(struct console *c, struct event_base *base, double limit);
 
 /* While console_drain runs: a stop signal ends the wait.  Returns whether

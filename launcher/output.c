@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "io.h"
 
 void out_tail_append(struct out_tail *t, const char *buf, size_t len)
@@ -157,10 +158,28 @@ size_t out_console_pending(const struct out_console *c)
 	return c->len - c->off;
 }
 
+static size_t count_lines(const char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (const char *p = buf, *end = buf + len; (p = memchr(p, '\n', (size_t)(end - p))); p++)
+		n++;
+	return n;
+}
+
+static void console_lose(struct out_console *c, const char *buf, size_t len)
+{
+	c->dropped += len;
+	if (c->waiting && len > 0) {
+		c->wait_bytes += len;
+		c->wait_lines += count_lines(buf, len);
+	}
+}
+
 static void console_put(struct out_console *c, const char *buf, size_t len)
 {
-	if (c->broken || (c->shed && c->len - c->off > OUT_CONSOLE_HIGH)) {
-		c->dropped += len;
+	if (c->broken || ((c->shed || c->waiting) && c->len - c->off > OUT_CONSOLE_HIGH)) {
+		console_lose(c, buf, len);
 		return;
 	}
 	if (c->off > 0 && c->off == c->len)
@@ -173,7 +192,7 @@ static void console_put(struct out_console *c, const char *buf, size_t len)
 			cap *= 2;
 		n = malloc(cap);
 		if (!n) { /* out of memory: this console loses the lines */
-			c->dropped += len;
+			console_lose(c, buf, len);
 			return;
 		}
 		if (pending > 0)
@@ -208,8 +227,31 @@ static size_t next_chunk(const struct out_console *c)
 	return n > 0 ? n : LS_WRITE_MAX;
 }
 
+/* Room may come back on its own (files deleted, quota raised); every
+ * other error means the output cannot go there any more. */
+static bool waits_for_room(int err)
+{
+	return err == ENOSPC || err == EDQUOT;
+}
+
+static void wait_for_room(struct out_console *c, int err, double now)
+{
+	if (!c->waiting) {
+		c->waiting = true;
+		c->wait_since = now;
+		c->retry_delay = OUT_RETRY_MIN;
+		c->wait_lines = c->wait_bytes = 0;
+	} else if ((c->retry_delay *= 2) > OUT_RETRY_MAX) {
+		c->retry_delay = OUT_RETRY_MAX;
+	}
+	c->err = err;
+	c->retry_at = now + c->retry_delay;
+}
+
 size_t out_console_flush(struct out_console *c)
 {
+	if (c->waiting && c->off < c->len && clock_mono() < c->retry_at)
+		return c->len - c->off;
 	while (!c->broken && c->off < c->len) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 		ssize_t n;
@@ -220,11 +262,21 @@ size_t out_console_flush(struct out_console *c)
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
+			if (waits_for_room(errno)) {
+				wait_for_room(c, errno, clock_mono());
+				break;
+			}
 			/* EPIPE and the like: nobody reads any more */
 			c->broken = true;
+			c->waiting = false;
 			c->err = errno;
 			out_console_drop(c);
 			break;
+		}
+		if (c->waiting) {
+			c->waiting = false;
+			c->resumed = true;
+			c->waited = clock_mono() - c->wait_since;
 		}
 		c->off += (size_t)n;
 	}
@@ -233,7 +285,7 @@ size_t out_console_flush(struct out_console *c)
 
 void out_console_drop(struct out_console *c)
 {
-	c->dropped += c->len - c->off;
+	console_lose(c, c->buf + c->off, c->len - c->off);
 	c->off = c->len = 0;
 }
 

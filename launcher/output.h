@@ -25,19 +25,40 @@ struct out_tail {
  * fd has room, so a slow or stalled reader never blocks the event loop
  * (teardown and signals go on); each write is whole lines of at most
  * PIPE_BUF bytes.  Past OUT_CONSOLE_HIGH queued bytes the runner stops
- * reading the workers' pipes until the queue is below OUT_CONSOLE_LOW. */
+ * reading the workers' pipes until the queue is below OUT_CONSOLE_LOW.
+ *
+ * A write that fails for want of room (ENOSPC, EDQUOT: stdout is a file on
+ * a full disk, or over its quota) is not the end: room can come back.  The
+ * console then waits (`waiting`): writes are retried no sooner than
+ * retry_at, with a delay that doubles from OUT_RETRY_MIN to OUT_RETRY_MAX
+ * seconds, and the workers are not held back (a full disk may last hours:
+ * the job must not stall on its output).  Past OUT_CONSOLE_HIGH queued
+ * bytes new lines are dropped whole and counted; the head of the queue,
+ * perhaps a line cut by a short write, is kept, so the file goes on where
+ * it stopped.  The first write that succeeds ends the wait (`resumed`).
+ * Any other error (EPIPE, EBADF, EIO, EFBIG...) is final: the console is
+ * broken and all later output is dropped and counted. */
 #define OUT_CONSOLE_HIGH (1 << 20)
 #define OUT_CONSOLE_LOW (1 << 18)
+#define OUT_RETRY_MIN 0.05
+#define OUT_RETRY_MAX 1.0
 
 struct out_console {
 	int fd;
-	bool broken;           /* a write failed (EPIPE, EIO, ...): drop output */
-	int err;               /* ... with this errno */
-	size_t dropped;        /* bytes never written: after a failure, for want of
-				* memory, shed, or given up at exit (out_console_drop) */
+	bool broken;           /* a write failed for good (EPIPE, EIO, ...): drop output */
+	int err;               /* the errno of the last failed write (broken or waiting) */
+	size_t dropped;        /* bytes never written: after a failure, past the bound
+				* while waiting, for want of memory, shed, or given up
+				* at exit (out_console_drop) */
 	bool shed;             /* the job is stopping: past OUT_CONSOLE_HIGH pending
 				* bytes new lines are dropped, not queued, so the
 				* workers' pipes never fill and they can exit */
+	bool waiting;          /* for room (ENOSPC, EDQUOT): retried at retry_at */
+	bool resumed;          /* a wait ended: for the caller to say, then clear */
+	double wait_since;     /* clock_mono() when the (last) wait began */
+	double waited;         /* seconds the last ended wait lasted */
+	double retry_at, retry_delay;
+	size_t wait_lines, wait_bytes; /* dropped since the (last) wait began */
 	char *buf;
 	size_t off, len, cap;  /* pending bytes are buf[off..len) */
 };
@@ -46,8 +67,9 @@ void out_console_init(struct out_console *c, int fd);
 void out_console_free(struct out_console *c);
 size_t out_console_pending(const struct out_console *c);
 
-/* Writes what the fd takes without blocking.  Returns the bytes still
- * pending. */
+/* Writes what the fd takes without blocking; while waiting for room, only
+ * once retry_at has passed (a write that fails again doubles the delay).
+ * Returns the bytes still pending. */
 size_t out_console_flush(struct out_console *c);
 
 /* Queues text of whole lines (slotrun's own messages) after what is

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -124,4 +126,79 @@ LEAK_TEST(console, a_stop_signal_matters_to_it_only_while_draining)
 	cr_assert(console_signal(&c, SIGTERM));
 	cr_assert(c.give_up);
 	c.flushing = false;
+}
+
+/* stdout's fd becomes a file on a full disk (/dev/full), then a file with
+ * room (a temporary file dup'd over the same number). */
+static void full_disk_on_stdout(void)
+{
+	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+
+	cr_assert_geq(full, 0);
+	cr_assert_eq(dup3(full, out_pipe[1], O_CLOEXEC), out_pipe[1]);
+	close(full);
+}
+
+static int room_on_stdout(char *path)
+{
+	int file = mkstemp(path);
+
+	cr_assert_geq(file, 0);
+	cr_assert_eq(dup3(file, out_pipe[1], O_CLOEXEC), out_pipe[1]);
+	return file;
+}
+
+/* What slotrun said on stderr by now, after the loop ran until `want` came
+ * or a deadline. */
+static void wait_said(char *said, size_t size, const char *want)
+{
+	size_t len = strlen(said);
+
+	cr_assert_eq(fcntl(err_pipe[0], F_SETFL, O_NONBLOCK), 0);
+	for (double end = clock_mono() + 20; clock_mono() < end;) {
+		ssize_t n;
+
+		while (len < size - 1 && (n = read(err_pipe[0], said + len, size - 1 - len)) > 0)
+			len += (size_t)n;
+		said[len] = '\0';
+		if (strstr(said, want))
+			break;
+		event_base_loop(base, EVLOOP_ONCE); /* the retry timer, or stderr's room */
+	}
+	cr_assert(strstr(said, want), "%s", said);
+}
+
+LEAK_TEST(console, a_full_disk_pauses_nobody_and_a_timer_retries_until_there_is_room)
+{
+	char said[4096] = "", path[] = "/tmp/slotrun-test-nospc-XXXXXX", want[256];
+	int file;
+
+	full_disk_on_stdout();
+	out_console_put(&c.con[0], "one\n", 4);
+	console_flush(&c);
+	cr_assert(c.con[0].waiting);
+	wait_said(said, sizeof(said), "slotrun: stdout: No space left on device: retrying until there is "
+		  "room; meanwhile what exceeds 1024 KiB is dropped and counted\n");
+	overfill(0);
+	console_flush(&c);
+	cr_assert_eq(pauses[0], 0, "a full disk holds no worker back");
+	cr_assert_gt(c.con[0].dropped, 0, "its queue is bounded instead");
+	cr_assert(evtimer_pending(c.retry[0], NULL), "a timer, not the fd, retries");
+	file = room_on_stdout(path);
+	snprintf(want, sizeof(want), "(No space left on device); %zu lines (%zu bytes) were lost\n",
+		 c.con[0].wait_lines, c.con[0].wait_bytes);
+	wait_said(said, sizeof(said), want);
+	cr_assert(strstr(said, "slotrun: stdout resumed after "), "%s", said);
+	cr_assert_not(c.con[0].waiting);
+	unlink(path);
+	close(file);
+}
+
+LEAK_TEST(console, draining_at_exit_waits_for_a_full_disk_a_bounded_time)
+{
+	full_disk_on_stdout();
+	out_console_put(&c.con[0], "one\n", 4);
+	console_drain(&c, base, -1);
+	cr_assert_eq(out_console_pending(&c.con[0]), 0);
+	cr_assert_eq(c.con[0].dropped, 4, "given up and counted");
 }

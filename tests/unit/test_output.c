@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "output.h"
@@ -183,6 +184,87 @@ LEAK_TEST(output, a_log_file_that_fails_is_closed_and_the_rest_counted)
 	cr_assert_eq(s.file_lost, 8);
 	ls_feed(&s.ls, "three\n", 6);
 	cr_assert_eq(s.file_lost, 14);
+}
+
+/* A file on a full disk: /dev/full, then a file with room dup'd over the
+ * same fd number. */
+LEAK_TEST(output, a_full_disk_waits_bounded_counts_what_it_drops_and_resumes)
+{
+	struct out_console c;
+	char line[1000], path[] = "/tmp/slotrun-test-nospc-XXXXXX", *got;
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC), file = mkstemp(path);
+	size_t queued = 0;
+	double delay;
+	struct stat st;
+
+	cr_assert(fd >= 0 && file >= 0);
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\n';
+	out_console_init(&c, fd);
+	out_console_put(&c, "first\n", 6);
+	cr_assert_eq(out_console_flush(&c), 6);
+	cr_assert(c.waiting, "ENOSPC waits for room");
+	cr_assert_not(c.broken);
+	cr_assert_eq(c.err, ENOSPC);
+	cr_assert_eq(c.dropped, 0, "nothing is lost yet");
+	/* the queue is bounded: past OUT_CONSOLE_HIGH whole lines are dropped */
+	for (queued = 6; queued <= OUT_CONSOLE_HIGH; queued += sizeof(line))
+		out_console_put(&c, line, sizeof(line));
+	cr_assert_eq(out_console_pending(&c), queued);
+	out_console_put(&c, "two\nlines\n", 10);
+	out_console_put(&c, line, sizeof(line));
+	cr_assert_eq(out_console_pending(&c), queued, "the queue holds what it held");
+	cr_assert_eq(c.wait_lines, 3);
+	cr_assert_eq(c.wait_bytes, 10 + sizeof(line));
+	cr_assert_eq(c.dropped, c.wait_bytes);
+	/* each failed retry doubles the delay, up to OUT_RETRY_MAX */
+	for (delay = c.retry_delay; delay < OUT_RETRY_MAX;) {
+		c.retry_at = 0; /* due now */
+		cr_assert_eq(out_console_flush(&c), queued);
+		cr_assert(c.waiting);
+		cr_assert_eq(c.retry_delay, delay * 2 < OUT_RETRY_MAX ? delay * 2 : OUT_RETRY_MAX);
+		delay = c.retry_delay;
+	}
+	/* room again: the queue goes out whole, head first, and the wait ends */
+	cr_assert_eq(dup3(file, fd, O_CLOEXEC), fd);
+	c.retry_at = 0;
+	cr_assert_eq(out_console_flush(&c), 0);
+	cr_assert_not(c.waiting);
+	cr_assert(c.resumed, "for the caller to say");
+	cr_assert_geq(c.waited, 0);
+	cr_assert_eq(fstat(file, &st), 0);
+	cr_assert_eq((size_t)st.st_size, queued);
+	got = malloc(queued);
+	cr_assert_eq(pread(file, got, queued, 0), (ssize_t)queued);
+	cr_assert(memcmp(got, "first\nxxx", 9) == 0);
+	cr_assert_eq(got[queued - 1], '\n');
+	free(got);
+	/* a later line is written at once */
+	out_console_put(&c, "later\n", 6);
+	cr_assert_eq(out_console_flush(&c), 0);
+	cr_assert_eq(c.dropped, 10 + sizeof(line), "only what was dropped while waiting is lost");
+	unlink(path);
+	close(file);
+	close(fd);
+	out_console_free(&c);
+}
+
+/* Any error but a full disk is final. */
+LEAK_TEST(output, an_io_error_is_final)
+{
+	struct out_console c;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* write: EBADF */
+
+	cr_assert_geq(fd, 0);
+	out_console_init(&c, fd);
+	out_console_put(&c, "a\n", 2);
+	cr_assert_eq(out_console_flush(&c), 0);
+	cr_assert(c.broken);
+	cr_assert_not(c.waiting);
+	cr_assert_eq(c.err, EBADF);
+	cr_assert_eq(c.dropped, 2);
+	close(fd);
+	out_console_free(&c);
 }
 
 LEAK_TEST(output, dropping_at_exit_is_counted)

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: MIT
+"""slotrun's stdout is a file on a disk that fills up and then has room
+again: the output waits, what exceeds the bounded queue is dropped whole
+lines and counted, the wait is said when it begins and when it ends (with
+the count), the file goes on where it stopped, and the job exits 0."""
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import uuid
+
+from harness import Skip, binary, case, cleanup_at_exit, job_env, pids_with_env, run, wait_for
+
+SR = binary("slotrun")
+BURST = 4000      # lines of about 520 bytes: well past slotrun's 1 MiB queue bound
+
+# Ticks until the test says the disk is full, then a burst larger than the
+# queue bound, then waits for the test to say go, then a last line.
+JOB = r"""
+ctl=$1
+pad=$(printf '%0500d' 0)
+i=0
+while [ ! -e "$ctl/full" ]; do i=$((i+1)); echo "tick $i $pad"; sleep 0.01; done
+j=0
+while [ $j -lt BURST ]; do j=$((j+1)); echo "burst $j $pad"; done
+touch "$ctl/burst-done"
+while [ ! -e "$ctl/go" ]; do sleep 0.01; done
+echo "the end"
+""".replace("BURST", str(BURST))
+
+
+def tiny_tmpfs(parent, size):
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        raise Skip("needs root to mount a small tmpfs")
+    d = os.path.join(parent, "disk")
+    os.mkdir(d)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], capture_output=True)
+    if r.returncode != 0:
+        raise Skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
+    cleanup_at_exit(lambda: subprocess.run(["umount", "-l", d], capture_output=True))
+    return d
+
+
+class Stderr:
+    """slotrun's stderr through our own pipe, read without blocking."""
+
+    def __init__(self, f):
+        self.f = f
+        self.text = b""
+        os.set_blocking(f.fileno(), False)
+
+    def read(self):
+        try:
+            while chunk := os.read(self.f.fileno(), 1 << 16):
+                self.text += chunk
+        except BlockingIOError:
+            pass
+        return self.text.decode(errors="replace")
+
+    def has(self, text):
+        return text in self.read()
+
+
+def fill(path):
+    """Writes path until the disk has no room left."""
+    with open(path, "wb", buffering=0) as f:
+        try:
+            while True:
+                f.write(b"x" * 4096)
+        except OSError as e:
+            assert e.errno == 28, e  # ENOSPC
+
+
+def lines(path):
+    with open(path, "rb") as f:
+        return f.read().decode().split("\n")
+
+
+@case
+def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
+    tmp = tempfile.mkdtemp(prefix="test_enospc.")
+    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    disk = tiny_tmpfs(tmp, "4m")
+    ctl = os.path.join(tmp, "ctl")
+    os.mkdir(ctl)
+    script = os.path.join(tmp, "job.sh")
+    with open(script, "w") as f:
+        f.write(JOB)
+    out = os.path.join(disk, "out")
+    tag = uuid.uuid4().hex
+    with open(out, "wb") as f:
+        p = subprocess.Popen([SR, "--slots", "1", "--", "sh", script, ctl], stdin=subprocess.DEVNULL,
+                             stdout=f, stderr=subprocess.PIPE, env=job_env({"I21_TAG": tag}))
+    cleanup_at_exit(lambda: p.poll() is None and (p.kill(), p.wait()))
+    err = Stderr(p.stderr)
+    try:
+        wait_for(lambda: "tick 3 " in open(out).read(), 30, "the first lines in the file")
+        fill(os.path.join(disk, "filler"))
+        said = "slotrun: stdout: No space left on device: retrying until there is room; " \
+            "meanwhile what exceeds 1024 KiB is dropped and counted"
+        wait_for(lambda: err.has(said), 30, "slotrun to say stdout hit the full disk")
+        open(os.path.join(ctl, "full"), "w").close()
+        wait_for(lambda: os.path.exists(os.path.join(ctl, "burst-done")), 30, "the burst")
+        os.unlink(os.path.join(disk, "filler"))
+        resumed = re.compile(r"slotrun: stdout resumed after \d+\.\d s on a full disk \(No space left on "
+                             r"device\); (\d+) lines \((\d+) bytes\) were lost\n")
+        m = wait_for(lambda: resumed.search(err.read()), 30, "slotrun to say stdout resumed")
+        open(os.path.join(ctl, "go"), "w").close()
+        code = p.wait(30)
+        e = err.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert code == 0, e
+    assert e.count(said) == 1, "said once\n" + e
+    assert len(resumed.findall(e)) == 1, e
+    lost_lines, lost_bytes = int(m.group(1)), int(m.group(2))
+    assert lost_lines > 0, e
+    got = lines(out)
+    assert got[-2:] == ["[rank=0] the end", ""], "the file goes on after the wait\n" + "\n".join(got[-5:])
+    pad = "0" * 500
+    burst = set()
+    for n, line in enumerate(got[:-1]):  # every line whole, never torn at the full disk
+        m = re.fullmatch(r"\[rank=0\] (tick|burst) (\d+) " + pad, line)
+        assert m or line == "[rank=0] the end", f"line {n}: {line[:80]!r}..."
+        if m and m.group(1) == "burst":
+            burst.add(int(m.group(2)))
+    # only burst lines can be lost (the ticks fit in the queue), each counted
+    assert BURST - len(burst) == lost_lines, (BURST - len(burst), lost_lines)
+    assert lost_bytes == sum(len(f"[rank=0] burst {j} {pad}\n") for j in range(1, BURST + 1) if j not in burst)
+    assert f"slotrun: output lost: {lost_bytes} bytes for slotrun's stdout were dropped " \
+        "(No space left on device)" in e, e
+    assert pids_with_env("", I21_TAG=tag) == [], "processes left behind"
+
+
+run()
