@@ -15,8 +15,8 @@
  * and epoll refuses regular files). */
 static void arm(struct console *c, int k, size_t left)
 {
-	if (left > 0 && c->con[k].waiting) {
-		struct timeval tv = clock_tv(c->con[k].retry_at - clock_mono());
+	if (left > 0 && c->con[k].wait.waiting) {
+		struct timeval tv = clock_tv(c->con[k].wait.retry_at - clock_mono());
 
 		event_del(c->ev[k]);
 		evtimer_add(c->retry[k], &tv);
@@ -63,35 +63,24 @@ void console_reset_pauses(struct console *c)
 
 static const char *const names[2] = { "stdout", "stderr" };
 
-/* What a wait for room is called: ENOSPC or EDQUOT. */
-static const char *room_text(int err)
-{
-	return err == ENOSPC ? "on a full disk" : "over its disk quota";
-}
-
 /* The lines that say a wait for room began and ended, once each. */
 static void say_waits(struct console *c)
 {
 	for (int k = 0; k < 2; k++) {
 		struct out_console *o = &c->con[k];
 
-		if (o->waiting && !c->wait_said[k]) {
+		if (o->wait.waiting && !c->wait_said[k]) {
 			c->wait_said[k] = true;
 			console_note(c, "slotrun: %s: %s: retrying until there is room; meanwhile what exceeds "
 				     "%d KiB is dropped and counted", names[k], strerror(o->err),
 				     OUT_CONSOLE_HIGH >> 10);
 		}
-		if (o->resumed) {
-			o->resumed = false;
+		if (o->wait.resumed) {
+			char text[256];
+
+			o->wait.resumed = false;
 			c->wait_said[k] = false;
-			if (o->wait_bytes)
-				console_note(c, "slotrun: %s resumed after %.1f s %s (%s); %zu line%s (%zu bytes) %s lost",
-					     names[k], o->waited, room_text(o->err), strerror(o->err), o->wait_lines,
-					     o->wait_lines == 1 ? "" : "s", o->wait_bytes,
-					     o->wait_lines == 1 ? "was" : "were");
-			else
-				console_note(c, "slotrun: %s resumed after %.1f s %s (%s); nothing was lost",
-					     names[k], o->waited, room_text(o->err), strerror(o->err));
+			console_note(c, "slotrun: %s %s", names[k], out_wait_text(&o->wait, o->err, text, sizeof(text)));
 		}
 	}
 }
@@ -108,7 +97,7 @@ void console_flush(struct console *c)
 		if (c->hooks->stopping(c->arg)) {
 			c->con[k].shed = true;
 			set_paused(c, k, false);
-		} else if (c->con[k].waiting) {
+		} else if (c->con[k].wait.waiting) {
 			set_paused(c, k, false);
 		} else if (left > OUT_CONSOLE_HIGH) {
 			set_paused(c, k, true);
@@ -178,7 +167,7 @@ void console_drain(struct console *c, struct event_base *base, double limit)
 		evtimer_add(c->deadline, &tv);
 	console_flush(c);
 	while (!c->give_up && out_console_pending(&c->con[0]) + out_console_pending(&c->con[1]) > 0) {
-		if (limit < 0 && (c->con[0].waiting || c->con[1].waiting) &&
+		if (limit < 0 && (c->con[0].wait.waiting || c->con[1].wait.waiting) &&
 		    !evtimer_pending(c->deadline, NULL)) {
 			tv = clock_tv(CONSOLE_ROOM_WAIT);
 			evtimer_add(c->deadline, &tv);

@@ -167,18 +167,24 @@ static size_t count_lines(const char *buf, size_t len)
 	return n;
 }
 
+/* Counts what a wait drops, for the line that says it ended. */
+static void wait_lose(struct out_wait *w, const char *buf, size_t len)
+{
+	if (w->waiting && len > 0) {
+		w->bytes += len;
+		w->lines += count_lines(buf, len);
+	}
+}
+
 static void console_lose(struct out_console *c, const char *buf, size_t len)
 {
 	c->dropped += len;
-	if (c->waiting && len > 0) {
-		c->wait_bytes += len;
-		c->wait_lines += count_lines(buf, len);
-	}
+	wait_lose(&c->wait, buf, len);
 }
 
 static void console_put(struct out_console *c, const char *buf, size_t len)
 {
-	if (c->broken || ((c->shed || c->waiting) && c->len - c->off > OUT_CONSOLE_HIGH)) {
+	if (c->broken || ((c->shed || c->wait.waiting) && c->len - c->off > OUT_CONSOLE_HIGH)) {
 		console_lose(c, buf, len);
 		return;
 	}
@@ -234,23 +240,54 @@ static bool waits_for_room(int err)
 	return err == ENOSPC || err == EDQUOT;
 }
 
-static void wait_for_room(struct out_console *c, int err, double now)
+/* A write failed for want of room at `now`: the wait begins, or the next
+ * retry is put off twice as long, up to OUT_RETRY_MAX. */
+static void wait_begin(struct out_wait *w, double now)
 {
-	if (!c->waiting) {
-		c->waiting = true;
-		c->wait_since = now;
-		c->retry_delay = OUT_RETRY_MIN;
-		c->wait_lines = c->wait_bytes = 0;
-	} else if ((c->retry_delay *= 2) > OUT_RETRY_MAX) {
-		c->retry_delay = OUT_RETRY_MAX;
+	if (!w->waiting) {
+		w->waiting = true;
+		w->since = now;
+		w->delay = OUT_RETRY_MIN;
+		w->lines = w->bytes = 0;
+	} else if ((w->delay *= 2) > OUT_RETRY_MAX) {
+		w->delay = OUT_RETRY_MAX;
 	}
-	c->err = err;
-	c->retry_at = now + c->retry_delay;
+	w->retry_at = now + w->delay;
+}
+
+/* A write succeeded: a wait, if any, ends. */
+static void wait_end(struct out_wait *w)
+{
+	if (!w->waiting)
+		return;
+	w->waiting = false;
+	w->resumed = true;
+	w->waited = clock_mono() - w->since;
+}
+
+static bool wait_due(const struct out_wait *w)
+{
+	return !w->waiting || clock_mono() >= w->retry_at;
+}
+
+const char *out_wait_text(const struct out_wait *w, int err, char *text, size_t size)
+{
+	int n = snprintf(text, size, "resumed after %.1f s %s (%s); ", w->waited,
+			 err == EDQUOT ? "over its disk quota" : "on a full disk", strerror(err));
+
+	if (n < 0 || (size_t)n >= size)
+		return text;
+	if (w->bytes)
+		snprintf(text + n, size - (size_t)n, "%zu line%s (%zu bytes) %s lost", w->lines,
+			 w->lines == 1 ? "" : "s", w->bytes, w->lines == 1 ? "was" : "were");
+	else
+		snprintf(text + n, size - (size_t)n, "nothing was lost");
+	return text;
 }
 
 size_t out_console_flush(struct out_console *c)
 {
-	if (c->waiting && c->off < c->len && clock_mono() < c->retry_at)
+	if (c->off < c->len && !wait_due(&c->wait))
 		return c->len - c->off;
 	while (!c->broken && c->off < c->len) {
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
@@ -262,22 +299,18 @@ size_t out_console_flush(struct out_console *c)
 		if (n < 0) {
 			if (errno == EINTR || errno == EAGAIN)
 				continue;
+			c->err = errno;
 			if (waits_for_room(errno)) {
-				wait_for_room(c, errno, clock_mono());
+				wait_begin(&c->wait, clock_mono());
 				break;
 			}
 			/* EPIPE and the like: nobody reads any more */
 			c->broken = true;
-			c->waiting = false;
-			c->err = errno;
+			c->wait.waiting = false;
 			out_console_drop(c);
 			break;
 		}
-		if (c->waiting) {
-			c->waiting = false;
-			c->resumed = true;
-			c->waited = clock_mono() - c->wait_since;
-		}
+		wait_end(&c->wait);
 		c->off += (size_t)n;
 	}
 	return c->len - c->off;
@@ -289,23 +322,81 @@ void out_console_drop(struct out_console *c)
 	c->off = c->len = 0;
 }
 
+/* Writes all of buf; returns 0, or -errno with *done the bytes written. */
+static int write_file(int fd, const char *buf, size_t len, size_t *done)
+{
+	*done = 0;
+	while (*done < len) {
+		ssize_t n = write(fd, buf + *done, len - *done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) /* 0: the file takes nothing and says nothing */
+			return n < 0 ? -errno : -EIO;
+		*done += (size_t)n;
+	}
+	return 0;
+}
+
+static void file_lose(struct out_stream *s, const char *buf, size_t len)
+{
+	s->file_lost += len;
+	wait_lose(&s->file_wait, buf, len);
+}
+
+/* Whole lines to the log file (see struct out_stream). */
+static void file_put(struct out_stream *s, const char *buf, size_t len)
+{
+	size_t done = 0;
+	int r = 0;
+
+	if (s->file_fd < 0 || !wait_due(&s->file_wait)) {
+		if (s->file_err)
+			file_lose(s, buf, len);
+		return;
+	}
+	if (s->file_cut_len > 0) {
+		r = write_file(s->file_fd, s->file_cut, s->file_cut_len, &done);
+		s->file_cut_len -= done;
+		memmove(s->file_cut, s->file_cut + done, s->file_cut_len);
+		done = 0;
+	}
+	if (r == 0)
+		r = write_file(s->file_fd, buf, len, &done);
+	if (r == 0) {
+		wait_end(&s->file_wait);
+		return;
+	}
+	s->file_err = -r;
+	if (!waits_for_room(-r)) { /* an I/O error: the rest is lost */
+		close(s->file_fd);
+		s->file_fd = -1;
+		s->file_wait.waiting = false;
+		s->file_lost += s->file_cut_len;
+		s->file_cut_len = 0;
+		file_lose(s, buf + done, len - done);
+		return;
+	}
+	wait_begin(&s->file_wait, clock_mono());
+	if (done > 0 && buf[done - 1] != '\n') { /* keep the rest of the cut line */
+		const char *nl = memchr(buf + done, '\n', len - done);
+		size_t rest = nl ? (size_t)(nl - (buf + done)) + 1 : len - done;
+
+		memcpy(s->file_cut, buf + done, rest);
+		s->file_cut_len = rest;
+		done += rest;
+	}
+	file_lose(s, buf + done, len - done);
+}
+
 static int sink(void *ctx, const char *buf, size_t len)
 {
 	struct out_stream *s = ctx;
 
 	if (s->console)
 		console_put(s->console, buf, len);
-	if (s->file_fd >= 0) {
-		int r = io_write_all(s->file_fd, buf, len);
-
-		if (r < 0) { /* a full disk, an I/O error: the rest is lost */
-			close(s->file_fd);
-			s->file_fd = -1;
-			s->file_err = -r;
-		}
-	}
-	if (s->file_err)
-		s->file_lost += len;
+	if (s->file_fd >= 0 || s->file_err)
+		file_put(s, buf, len);
 	if (s->tail)
 		out_tail_append(s->tail, buf, len);
 	return 0;
@@ -320,6 +411,8 @@ void out_stream_init(struct out_stream *s, int fd, struct out_console *console, 
 	s->file_err = 0;
 	s->file_lost = 0;
 	s->file_err_said = false;
+	s->file_wait = (struct out_wait){ 0 };
+	s->file_cut_len = 0;
 	s->tail = tail;
 	ls_init(&s->ls, "", sink, s);
 }
@@ -335,6 +428,8 @@ void out_stream_close(struct out_stream *s)
 		close(s->file_fd);
 		s->file_fd = -1;
 	}
+	s->file_lost += s->file_cut_len; /* the disk stayed full to the end */
+	s->file_cut_len = 0;
 }
 
 int out_stream_pump(struct out_stream *s)

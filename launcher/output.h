@@ -29,19 +29,34 @@ struct out_tail {
  *
  * A write that fails for want of room (ENOSPC, EDQUOT: stdout is a file on
  * a full disk, or over its quota) is not the end: room can come back.  The
- * console then waits (`waiting`): writes are retried no sooner than
- * retry_at, with a delay that doubles from OUT_RETRY_MIN to OUT_RETRY_MAX
+ * console then waits (wait.waiting): writes are retried no sooner than
+ * wait.retry_at, with a delay that doubles from OUT_RETRY_MIN to OUT_RETRY_MAX
  * seconds, and the workers are not held back (a full disk may last hours:
  * the job must not stall on its output).  Past OUT_CONSOLE_HIGH queued
  * bytes new lines are dropped whole and counted; the head of the queue,
  * perhaps a line cut by a short write, is kept, so the file goes on where
- * it stopped.  The first write that succeeds ends the wait (`resumed`).
+ * it stopped.  The first write that succeeds ends the wait (wait.resumed).
  * Any other error (EPIPE, EBADF, EIO, EFBIG...) is final: the console is
  * broken and all later output is dropped and counted. */
 #define OUT_CONSOLE_HIGH (1 << 20)
 #define OUT_CONSOLE_LOW (1 << 18)
 #define OUT_RETRY_MIN 0.05
 #define OUT_RETRY_MAX 1.0
+
+/* A wait for room (ENOSPC, EDQUOT) on a console or a log file. */
+struct out_wait {
+	bool waiting;          /* retried no sooner than retry_at */
+	bool resumed;          /* a wait ended: for the caller to say, then clear */
+	double since;          /* clock_mono() when the (last) wait began */
+	double waited;         /* seconds the last ended wait lasted */
+	double retry_at, delay;
+	size_t lines, bytes;   /* dropped since the (last) wait began */
+};
+
+/* How an ended wait (err: ENOSPC or EDQUOT) is said, after a name: "resumed
+ * after 3.2 s on a full disk (No space left on device); 12 lines (3456
+ * bytes) were lost".  Returns text. */
+const char *out_wait_text(const struct out_wait *w, int err, char *text, size_t size);
 
 struct out_console {
 	int fd;
@@ -53,12 +68,7 @@ struct out_console {
 	bool shed;             /* the job is stopping: past OUT_CONSOLE_HIGH pending
 				* bytes new lines are dropped, not queued, so the
 				* workers' pipes never fill and they can exit */
-	bool waiting;          /* for room (ENOSPC, EDQUOT): retried at retry_at */
-	bool resumed;          /* a wait ended: for the caller to say, then clear */
-	double wait_since;     /* clock_mono() when the (last) wait began */
-	double waited;         /* seconds the last ended wait lasted */
-	double retry_at, retry_delay;
-	size_t wait_lines, wait_bytes; /* dropped since the (last) wait began */
+	struct out_wait wait;
 	char *buf;
 	size_t off, len, cap;  /* pending bytes are buf[off..len) */
 };
@@ -68,7 +78,7 @@ void out_console_free(struct out_console *c);
 size_t out_console_pending(const struct out_console *c);
 
 /* Writes what the fd takes without blocking; while waiting for room, only
- * once retry_at has passed (a write that fails again doubles the delay).
+ * once wait.retry_at has passed (a write that fails again doubles the delay).
  * Returns the bytes still pending. */
 size_t out_console_flush(struct out_console *c);
 
@@ -80,14 +90,22 @@ void out_console_put(struct out_console *c, const char *buf, size_t len);
  * did not take it in time. */
 void out_console_drop(struct out_console *c);
 
+/* A log file has no queue: a write failure that waits for room (as the
+ * console's, above) drops and counts the lines that come meanwhile, and
+ * the first write past wait.retry_at tries again.  A line a short write
+ * cut is kept and finished first, so the file never holds a torn line.
+ * Any other error closes the file: the rest is counted. */
 struct out_stream {
 	int fd;                /* read end of the worker's pipe, -1 when closed */
 	struct out_console *console; /* NULL: not shown (filtered out) */
 	int file_fd;           /* -1: no log file */
-	int file_err;          /* a write to the log file failed with this errno: the
-				* file is closed and the rest is counted in file_lost */
-	size_t file_lost;
-	bool file_err_said;    /* for the caller: it said so */
+	int file_err;          /* a write to the log file failed with this errno: it
+				* waits (file_wait), or it is closed for good */
+	size_t file_lost;      /* bytes never written to the log file */
+	bool file_err_said;    /* for the caller: it said so (cleared on a resume) */
+	struct out_wait file_wait;
+	char file_cut[LS_WRITE_MAX]; /* the rest of a line a short write cut */
+	size_t file_cut_len;
 	struct out_tail *tail; /* NULL: not kept */
 	struct line_splitter ls;
 };

@@ -19,7 +19,7 @@ static void print_losses(FILE *f, const struct runner *r)
 		const struct out_stream *ss[2] = { &r->w[i].out, &r->w[i].err };
 
 		for (int k = 0; k < 2; k++)
-			if (ss[k]->file_err)
+			if (ss[k]->file_lost) /* a log file that resumed may have lost nothing */
 				fprintf(f, "slotrun: output lost: rank %d's %s log (%s): %zu bytes not written\n",
 					r->cfg->plan->slots[i].rank, names[k], strerror(ss[k]->file_err),
 					ss[k]->file_lost);
@@ -34,7 +34,7 @@ static void print_losses(FILE *f, const struct runner *r)
 static bool lost_any(const struct runner *r)
 {
 	for (int i = 0; i < r->n; i++)
-		if (r->w[i].out.file_err || r->w[i].err.file_err)
+		if (r->w[i].out.file_lost || r->w[i].err.file_lost)
 			return true;
 	return r->cons.con[0].dropped || r->cons.con[1].dropped;
 }

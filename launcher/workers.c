@@ -244,15 +244,29 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 }
 
 /* A log file that stopped taking lines (a full disk, an I/O error) is said
- * when it happens, once. */
+ * when it happens, once; one on a full disk again when it takes lines
+ * again, with what was lost meanwhile. */
 static void say_file_error(struct runner *r, struct worker *w, struct out_stream *s)
 {
-	if (!s->file_err || s->file_err_said)
+	int i = (int)(w - r->w), rank = r->cfg->plan->slots[i].rank;
+	const char *name = s == &w->out ? "stdout" : "stderr";
+	char text[256];
+
+	if (s->file_wait.resumed) {
+		s->file_wait.resumed = false;
+		s->file_err_said = false;
+		say_rank(r, i, "log file %s/rank-%d.%s %s", r->cfg->log_dir, rank, name,
+			 out_wait_text(&s->file_wait, s->file_err, text, sizeof(text)));
+	}
+	if (!s->file_err || s->file_err_said || (s->file_fd >= 0 && !s->file_wait.waiting))
 		return;
 	s->file_err_said = true;
-	say_rank(r, (int)(w - r->w), "log file %s/rank-%d.%s: %s: the rest of its %s is not in it",
-		 r->cfg->log_dir, r->cfg->plan->slots[w - r->w].rank, s == &w->out ? "stdout" : "stderr",
-		 strerror(s->file_err), s == &w->out ? "stdout" : "stderr");
+	if (s->file_wait.waiting)
+		say_rank(r, i, "log file %s/rank-%d.%s: %s: retrying until there is room; its lines meanwhile "
+			 "are dropped and counted", r->cfg->log_dir, rank, name, strerror(s->file_err));
+	else
+		say_rank(r, i, "log file %s/rank-%d.%s: %s: the rest of its %s is not in it", r->cfg->log_dir,
+			 rank, name, strerror(s->file_err), name);
 }
 
 static void on_stream(evutil_socket_t fd, short what, void *arg)

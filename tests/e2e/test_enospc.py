@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""slotrun's stdout is a file on a disk that fills up and then has room
-again: the output waits, what exceeds the bounded queue is dropped whole
-lines and counted, the wait is said when it begins and when it ends (with
-the count), the file goes on where it stopped, and the job exits 0."""
+"""slotrun's stdout, or a --log-dir file, is on a disk that fills up and
+then has room again: the output waits, what cannot be kept (past the
+console's bounded queue; a log file keeps nothing) is dropped whole lines
+and counted, the wait is said when it begins and when it ends (with the
+count), the file goes on where it stopped, and the job exits 0."""
 import os
 import re
 import shutil
@@ -16,17 +17,20 @@ SR = binary("slotrun")
 BURST = 4000      # lines of about 520 bytes: well past slotrun's 1 MiB queue bound
 
 # Ticks until the test says the disk is full, then a burst larger than the
-# queue bound, then waits for the test to say go, then a last line.
+# queue bound, then tocks (what shows that writes resumed) until the test
+# says go, then a last line with the number of tocks.
 JOB = r"""
 ctl=$1
 pad=$(printf '%0500d' 0)
 i=0
 while [ ! -e "$ctl/full" ]; do i=$((i+1)); echo "tick $i $pad"; sleep 0.01; done
+echo $i > "$ctl/ticks"
 j=0
 while [ $j -lt BURST ]; do j=$((j+1)); echo "burst $j $pad"; done
 touch "$ctl/burst-done"
-while [ ! -e "$ctl/go" ]; do sleep 0.01; done
-echo "the end"
+k=0
+while [ ! -e "$ctl/go" ]; do k=$((k+1)); echo "tock $k $pad"; sleep 0.01; done
+echo "the end $k"
 """.replace("BURST", str(BURST))
 
 
@@ -77,6 +81,27 @@ def lines(path):
         return f.read().decode().split("\n")
 
 
+def check_file(path, ctl, prefix, lost_lines, lost_bytes):
+    """Every line of the file is whole (never torn at the full disk), it
+    ends with the job's last line, and the lines missing from it are
+    exactly the ones said lost."""
+    got = lines(path)
+    m = re.fullmatch(re.escape(prefix) + r"the end (\d+)", got[-2])
+    assert m and got[-1] == "", "the file goes on after the wait\n" + "\n".join(got[-5:])
+    with open(os.path.join(ctl, "ticks")) as f:
+        sent = {"tick": int(f.read()), "burst": BURST, "tock": int(m.group(1))}
+    pad = "0" * 500
+    seen = {"tick": set(), "burst": set(), "tock": set()}
+    for n, line in enumerate(got[:-2]):
+        m = re.fullmatch(re.escape(prefix) + r"(tick|burst|tock) (\d+) " + pad, line)
+        assert m, f"line {n}: {line[:80]!r}..."
+        seen[m.group(1)].add(int(m.group(2)))
+    missing = [f"{prefix}{kind} {j} {pad}\n" for kind in ("tick", "burst", "tock")
+               for j in range(1, sent[kind] + 1) if j not in seen[kind]]
+    assert len(missing) == lost_lines, (len(missing), lost_lines)
+    assert sum(map(len, missing)) == lost_bytes, (sum(map(len, missing)), lost_bytes)
+
+
 @case
 def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
     tmp = tempfile.mkdtemp(prefix="test_enospc.")
@@ -118,20 +143,58 @@ def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
     assert len(resumed.findall(e)) == 1, e
     lost_lines, lost_bytes = int(m.group(1)), int(m.group(2))
     assert lost_lines > 0, e
-    got = lines(out)
-    assert got[-2:] == ["[rank=0] the end", ""], "the file goes on after the wait\n" + "\n".join(got[-5:])
-    pad = "0" * 500
-    burst = set()
-    for n, line in enumerate(got[:-1]):  # every line whole, never torn at the full disk
-        m = re.fullmatch(r"\[rank=0\] (tick|burst) (\d+) " + pad, line)
-        assert m or line == "[rank=0] the end", f"line {n}: {line[:80]!r}..."
-        if m and m.group(1) == "burst":
-            burst.add(int(m.group(2)))
-    # only burst lines can be lost (the ticks fit in the queue), each counted
-    assert BURST - len(burst) == lost_lines, (BURST - len(burst), lost_lines)
-    assert lost_bytes == sum(len(f"[rank=0] burst {j} {pad}\n") for j in range(1, BURST + 1) if j not in burst)
+    check_file(out, ctl, "[rank=0] ", lost_lines, lost_bytes)
     assert f"slotrun: output lost: {lost_bytes} bytes for slotrun's stdout were dropped " \
         "(No space left on device)" in e, e
+    assert pids_with_env("", I21_TAG=tag) == [], "processes left behind"
+
+
+@case
+def a_log_file_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
+    tmp = tempfile.mkdtemp(prefix="test_enospc.")
+    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    disk = tiny_tmpfs(tmp, "1m")
+    logs = os.path.join(disk, "logs")
+    ctl = os.path.join(tmp, "ctl")
+    os.mkdir(ctl)
+    script = os.path.join(tmp, "job.sh")
+    with open(script, "w") as f:
+        f.write(JOB)
+    log = os.path.join(logs, "rank-0.stdout")
+    tag = uuid.uuid4().hex
+    p = subprocess.Popen([SR, "--log-dir", logs, "--", "sh", script, ctl], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=job_env({"I21_TAG": tag}))
+    cleanup_at_exit(lambda: p.poll() is None and (p.kill(), p.wait()))
+    err = Stderr(p.stderr)
+    try:
+        wait_for(lambda: os.path.exists(log) and "tick 3 " in open(log).read(), 30, "the first lines in the log")
+        fill(os.path.join(disk, "filler"))
+        said = f"slotrun: rank 0 (node 0): log file {log}: No space left on device: retrying until there is " \
+            "room; its lines meanwhile are dropped and counted"
+        wait_for(lambda: err.has(said), 30, "slotrun to say the log file hit the full disk")
+        open(os.path.join(ctl, "full"), "w").close()
+        wait_for(lambda: os.path.exists(os.path.join(ctl, "burst-done")), 30, "the burst")
+        os.unlink(os.path.join(disk, "filler"))
+        resumed = re.compile(re.escape(f"slotrun: rank 0 (node 0): log file {log} resumed after ") +
+                             r"\d+\.\d s on a full disk \(No space left on device\); (\d+) lines \((\d+) "
+                             r"bytes\) were lost\n")
+        wait_for(lambda: resumed.search(err.read()), 30, "slotrun to say the log file resumed")
+        open(os.path.join(ctl, "go"), "w").close()
+        code = p.wait(30)
+        e = err.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert code == 0, e
+    assert e.count(said) == 1, "said once\n" + e
+    m = resumed.findall(e)
+    assert len(m) == 1, e
+    lost_lines, lost_bytes = int(m[0][0]), int(m[0][1])
+    assert lost_lines > 0, e
+    check_file(log, ctl, "[rank=0] ", lost_lines, lost_bytes)
+    assert f"slotrun: output lost: rank 0's stdout log (No space left on device): {lost_bytes} bytes not written" \
+        in e, e
     assert pids_with_env("", I21_TAG=tag) == [], "processes left behind"
 
 

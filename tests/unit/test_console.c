@@ -176,7 +176,7 @@ LEAK_TEST(console, a_full_disk_pauses_nobody_and_a_timer_retries_until_there_is_
 	full_disk_on_stdout();
 	out_console_put(&c.con[0], "one\n", 4);
 	console_flush(&c);
-	cr_assert(c.con[0].waiting);
+	cr_assert(c.con[0].wait.waiting);
 	wait_said(said, sizeof(said), "slotrun: stdout: No space left on device: retrying until there is "
 		  "room; meanwhile what exceeds 1024 KiB is dropped and counted\n");
 	overfill(0);
@@ -186,10 +186,10 @@ LEAK_TEST(console, a_full_disk_pauses_nobody_and_a_timer_retries_until_there_is_
 	cr_assert(evtimer_pending(c.retry[0], NULL), "a timer, not the fd, retries");
 	file = room_on_stdout(path);
 	snprintf(want, sizeof(want), "(No space left on device); %zu lines (%zu bytes) were lost\n",
-		 c.con[0].wait_lines, c.con[0].wait_bytes);
+		 c.con[0].wait.lines, c.con[0].wait.bytes);
 	wait_said(said, sizeof(said), want);
 	cr_assert(strstr(said, "slotrun: stdout resumed after "), "%s", said);
-	cr_assert_not(c.con[0].waiting);
+	cr_assert_not(c.con[0].wait.waiting);
 	unlink(path);
 	close(file);
 }

@@ -174,16 +174,50 @@ LEAK_TEST(output, console_never_blocks_and_writes_whole_lines)
 LEAK_TEST(output, a_log_file_that_fails_is_closed_and_the_rest_counted)
 {
 	struct out_stream s;
-	int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+	int bad = open("/dev/null", O_RDONLY | O_CLOEXEC); /* write: EBADF */
 
-	cr_assert_geq(full, 0);
-	out_stream_init(&s, -1, NULL, full, NULL);
+	cr_assert_geq(bad, 0);
+	out_stream_init(&s, -1, NULL, bad, NULL);
 	ls_feed(&s.ls, "one\ntwo\n", 8);
-	cr_assert_eq(s.file_err, ENOSPC);
+	cr_assert_eq(s.file_err, EBADF);
 	cr_assert_eq(s.file_fd, -1, "closed");
+	cr_assert_not(s.file_wait.waiting);
 	cr_assert_eq(s.file_lost, 8);
 	ls_feed(&s.ls, "three\n", 6);
 	cr_assert_eq(s.file_lost, 14);
+}
+
+/* A log file on a full disk stays open; what comes while it waits is
+ * dropped and counted, and the first line past retry_at tries again. */
+LEAK_TEST(output, a_log_file_on_a_full_disk_waits_and_resumes)
+{
+	struct out_stream s;
+	char path[] = "/tmp/slotrun-test-nospc-XXXXXX", buf[64] = "", text[256];
+	int fd = open("/dev/full", O_WRONLY | O_CLOEXEC), file = mkstemp(path);
+
+	cr_assert(fd >= 0 && file >= 0);
+	out_stream_init(&s, -1, NULL, fd, NULL);
+	ls_feed(&s.ls, "one\ntwo\n", 8);
+	cr_assert_eq(s.file_err, ENOSPC);
+	cr_assert_eq(s.file_fd, fd, "kept open");
+	cr_assert(s.file_wait.waiting);
+	ls_feed(&s.ls, "three\n", 6);
+	cr_assert_eq(s.file_lost, 14);
+	cr_assert_eq(s.file_wait.lines, 3);
+	cr_assert_eq(s.file_wait.bytes, 14);
+	cr_assert_eq(dup3(file, fd, O_CLOEXEC), fd); /* room again */
+	s.file_wait.retry_at = 0;
+	ls_feed(&s.ls, "four\n", 5);
+	cr_assert_not(s.file_wait.waiting);
+	cr_assert(s.file_wait.resumed);
+	cr_assert_eq(pread(file, buf, sizeof(buf) - 1, 0), 5);
+	cr_assert_str_eq(buf, "four\n");
+	cr_assert(strstr(out_wait_text(&s.file_wait, s.file_err, text, sizeof(text)),
+			 "on a full disk (No space left on device); 3 lines (14 bytes) were lost"), "%s", text);
+	out_stream_close(&s);
+	cr_assert_eq(s.file_lost, 14);
+	unlink(path);
+	close(file);
 }
 
 /* A file on a full disk: /dev/full, then a file with room dup'd over the
@@ -203,7 +237,7 @@ LEAK_TEST(output, a_full_disk_waits_bounded_counts_what_it_drops_and_resumes)
 	out_console_init(&c, fd);
 	out_console_put(&c, "first\n", 6);
 	cr_assert_eq(out_console_flush(&c), 6);
-	cr_assert(c.waiting, "ENOSPC waits for room");
+	cr_assert(c.wait.waiting, "ENOSPC waits for room");
 	cr_assert_not(c.broken);
 	cr_assert_eq(c.err, ENOSPC);
 	cr_assert_eq(c.dropped, 0, "nothing is lost yet");
@@ -214,24 +248,24 @@ LEAK_TEST(output, a_full_disk_waits_bounded_counts_what_it_drops_and_resumes)
 	out_console_put(&c, "two\nlines\n", 10);
 	out_console_put(&c, line, sizeof(line));
 	cr_assert_eq(out_console_pending(&c), queued, "the queue holds what it held");
-	cr_assert_eq(c.wait_lines, 3);
-	cr_assert_eq(c.wait_bytes, 10 + sizeof(line));
-	cr_assert_eq(c.dropped, c.wait_bytes);
+	cr_assert_eq(c.wait.lines, 3);
+	cr_assert_eq(c.wait.bytes, 10 + sizeof(line));
+	cr_assert_eq(c.dropped, c.wait.bytes);
 	/* each failed retry doubles the delay, up to OUT_RETRY_MAX */
-	for (delay = c.retry_delay; delay < OUT_RETRY_MAX;) {
-		c.retry_at = 0; /* due now */
+	for (delay = c.wait.delay; delay < OUT_RETRY_MAX;) {
+		c.wait.retry_at = 0; /* due now */
 		cr_assert_eq(out_console_flush(&c), queued);
-		cr_assert(c.waiting);
-		cr_assert_eq(c.retry_delay, delay * 2 < OUT_RETRY_MAX ? delay * 2 : OUT_RETRY_MAX);
-		delay = c.retry_delay;
+		cr_assert(c.wait.waiting);
+		cr_assert_eq(c.wait.delay, delay * 2 < OUT_RETRY_MAX ? delay * 2 : OUT_RETRY_MAX);
+		delay = c.wait.delay;
 	}
 	/* room again: the queue goes out whole, head first, and the wait ends */
 	cr_assert_eq(dup3(file, fd, O_CLOEXEC), fd);
-	c.retry_at = 0;
+	c.wait.retry_at = 0;
 	cr_assert_eq(out_console_flush(&c), 0);
-	cr_assert_not(c.waiting);
-	cr_assert(c.resumed, "for the caller to say");
-	cr_assert_geq(c.waited, 0);
+	cr_assert_not(c.wait.waiting);
+	cr_assert(c.wait.resumed, "for the caller to say");
+	cr_assert_geq(c.wait.waited, 0);
 	cr_assert_eq(fstat(file, &st), 0);
 	cr_assert_eq((size_t)st.st_size, queued);
 	got = malloc(queued);
@@ -260,7 +294,7 @@ LEAK_TEST(output, an_io_error_is_final)
 	out_console_put(&c, "a\n", 2);
 	cr_assert_eq(out_console_flush(&c), 0);
 	cr_assert(c.broken);
-	cr_assert_not(c.waiting);
+	cr_assert_not(c.wait.waiting);
 	cr_assert_eq(c.err, EBADF);
 	cr_assert_eq(c.dropped, 2);
 	close(fd);
