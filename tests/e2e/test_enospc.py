@@ -84,8 +84,10 @@ def lines(path):
 def check_file(path, ctl, prefix, lost_lines, lost_bytes):
     """Every line of the file is whole (never torn at the full disk), it
     ends with the job's last line, and the lines missing from it are
-    exactly the ones said lost."""
+    exactly the ones said lost.  Returns slotrun's own lines in it."""
     got = lines(path)
+    own = [line for line in got if line.startswith("slotrun: ")]
+    got = [line for line in got if not line.startswith("slotrun: ")]
     m = re.fullmatch(re.escape(prefix) + r"the end (\d+)", got[-2])
     assert m and got[-1] == "", "the file goes on after the wait\n" + "\n".join(got[-5:])
     with open(os.path.join(ctl, "ticks")) as f:
@@ -100,6 +102,7 @@ def check_file(path, ctl, prefix, lost_lines, lost_bytes):
                for j in range(1, sent[kind] + 1) if j not in seen[kind]]
     assert len(missing) == lost_lines, (len(missing), lost_lines)
     assert sum(map(len, missing)) == lost_bytes, (sum(map(len, missing)), lost_bytes)
+    return own
 
 
 @case
@@ -195,6 +198,52 @@ def a_log_file_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
     check_file(log, ctl, "[rank=0] ", lost_lines, lost_bytes)
     assert f"slotrun: output lost: rank 0's stdout log (No space left on device): {lost_bytes} bytes not written" \
         in e, e
+    assert pids_with_env("", I21_TAG=tag) == [], "processes left behind"
+
+
+@case
+def stderr_on_a_full_disk_says_its_wait_once_it_has_room():
+    # slotrun cannot say on a full stderr that it is full: both lines come
+    # out, in order, once it has room
+    tmp = tempfile.mkdtemp(prefix="test_enospc.")
+    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
+    disk = tiny_tmpfs(tmp, "4m")
+    ctl = os.path.join(tmp, "ctl")
+    os.mkdir(ctl)
+    script = os.path.join(tmp, "job.sh")
+    with open(script, "w") as f:
+        f.write(JOB)
+    errf = os.path.join(disk, "err")
+    tag = uuid.uuid4().hex
+    with open(errf, "wb") as f:
+        p = subprocess.Popen([SR, "--", "sh", "-c", 'exec sh "$0" "$1" >&2', script, ctl],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=f,
+                             env=job_env({"I21_TAG": tag}))
+    cleanup_at_exit(lambda: p.poll() is None and (p.kill(), p.wait()))
+    resumed = re.compile(r"slotrun: stderr resumed after \d+\.\d s on a full disk \(No space left on "
+                         r"device\); (\d+) lines \((\d+) bytes\) were lost\n")
+    try:
+        wait_for(lambda: "tick 3 " in open(errf).read(), 30, "the first lines in the file")
+        fill(os.path.join(disk, "filler"))
+        # the burst is larger than any room left: stderr is then full
+        open(os.path.join(ctl, "full"), "w").close()
+        wait_for(lambda: os.path.exists(os.path.join(ctl, "burst-done")), 30, "the burst")
+        os.unlink(os.path.join(disk, "filler"))
+        wait_for(lambda: resumed.search(open(errf).read()), 30, "slotrun to say stderr resumed")
+        open(os.path.join(ctl, "go"), "w").close()
+        code = p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert code == 0, lines(errf)[-5:]
+    m = resumed.search(open(errf).read())
+    lost_lines, lost_bytes = int(m.group(1)), int(m.group(2))
+    own = check_file(errf, ctl, "[rank=0] ", lost_lines, lost_bytes)
+    assert own == ["slotrun: stderr: No space left on device: retrying until there is room; meanwhile what "
+                   "exceeds 1024 KiB is dropped and counted", m.group(0)[:-1],
+                   f"slotrun: output lost: {lost_bytes} bytes for slotrun's stderr were dropped "
+                   "(No space left on device)"], own
     assert pids_with_env("", I21_TAG=tag) == [], "processes left behind"
 
 
