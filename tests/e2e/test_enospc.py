@@ -34,16 +34,24 @@ echo "the end $k"
 """.replace("BURST", str(BURST))
 
 
-def tiny_tmpfs(parent, size):
+def scratch(size):
+    """A temporary folder with a tmpfs of `size` mounted at disk/ in it,
+    unmounted and removed at exit."""
     if os.geteuid() != 0 or not shutil.which("mount"):
         raise Skip("needs root to mount a small tmpfs")
-    d = os.path.join(parent, "disk")
-    os.mkdir(d)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", d], capture_output=True)
+    tmp = tempfile.mkdtemp(prefix="test_enospc.")
+    disk = os.path.join(tmp, "disk")
+    os.mkdir(disk)
+
+    def remove():
+        subprocess.run(["umount", "-l", disk], capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", disk], capture_output=True)
     if r.returncode != 0:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise Skip(f"cannot mount a tmpfs: {r.stderr.decode().strip()}")
-    cleanup_at_exit(lambda: subprocess.run(["umount", "-l", d], capture_output=True))
-    return d
+    cleanup_at_exit(remove)
+    return tmp, disk
 
 
 class Stderr:
@@ -107,9 +115,7 @@ def check_file(path, ctl, prefix, lost_lines, lost_bytes):
 
 @case
 def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
-    tmp = tempfile.mkdtemp(prefix="test_enospc.")
-    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
-    disk = tiny_tmpfs(tmp, "4m")
+    tmp, disk = scratch("4m")
     ctl = os.path.join(tmp, "ctl")
     os.mkdir(ctl)
     script = os.path.join(tmp, "job.sh")
@@ -154,9 +160,7 @@ def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
 
 @case
 def a_log_file_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
-    tmp = tempfile.mkdtemp(prefix="test_enospc.")
-    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
-    disk = tiny_tmpfs(tmp, "1m")
+    tmp, disk = scratch("1m")
     logs = os.path.join(disk, "logs")
     ctl = os.path.join(tmp, "ctl")
     os.mkdir(ctl)
@@ -205,9 +209,7 @@ def a_log_file_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
 def stderr_on_a_full_disk_says_its_wait_once_it_has_room():
     # slotrun cannot say on a full stderr that it is full: both lines come
     # out, in order, once it has room
-    tmp = tempfile.mkdtemp(prefix="test_enospc.")
-    cleanup_at_exit(lambda: shutil.rmtree(tmp, ignore_errors=True))
-    disk = tiny_tmpfs(tmp, "4m")
+    tmp, disk = scratch("4m")
     ctl = os.path.join(tmp, "ctl")
     os.mkdir(ctl)
     script = os.path.join(tmp, "job.sh")
