@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "hang.h"
 #include "io.h"
+#include "oom.h"
 #include "procs.h"
 #include "quote.h"
 #include "spawn.h"
@@ -235,12 +236,21 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 		return -ENOMEM;
 	}
 	attempt_env(r, &env);
+	oom_start(&r->oom);
 	for (int i = 0; i < r->n && rc == 0; i++)
 		rc = start_one(r, i, devnull, env.env, mask, &report[i]);
 	collect_reports(r, report);
 	close(devnull);
 	free(report);
 	return rc;
+}
+
+void workers_ended(struct runner *r, int i, int code)
+{
+	struct worker *w = &r->w[i];
+
+	if (w->pid > 0 && !w->note[0] && sup_unsent_kill(&r->sup, code))
+		w->oom = oom_explain(&r->oom, w->pid, w->note, sizeof(w->note));
 }
 
 /* A log file that stopped taking lines (a full disk, an I/O error) is said
