@@ -415,8 +415,9 @@ static int find_executables(struct launch *l)
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
 	}
-	/* A missing #! interpreter fails every rank's exec with ENOENT. */
-	if ((r = child_check_script(l->exec_path, why, sizeof(why))) < 0) {
+	/* A missing #! interpreter fails every rank's exec with ENOENT, a
+	 * program env cannot find every rank with 127. */
+	if ((r = spawn_check_script(l->exec_path, getenv("PATH"), why, sizeof(why))) < 0) {
 		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0], why);
 		return fail(r == -ENOENT ? 127 : 126, l->err);
 	}
