@@ -285,15 +285,22 @@ static void spend(struct oom *o, int i)
 	o->nkills--;
 }
 
-bool oom_explain(struct oom *o, pid_t pid, char *buf, size_t len)
+bool oom_explain(struct oom *o, const pid_t *pids, int npids, char *buf, size_t len)
 {
 	char shown[QUOTE_SIZE(OOM_NAME_MAX)];
 	long long count;
 
 	read_log(o);
-	for (int i = 0; i < o->nkills; i++)
-		if (o->kills[i].pid == pid) {
-			snprintf(buf, len, "killed by the OOM killer");
+	for (int k = 0; k < npids; k++)
+		for (int i = 0; i < o->nkills; i++) {
+			if (o->kills[i].pid != pids[k])
+				continue;
+			quote_ctl(shown, sizeof(shown), o->kills[i].name, sizeof(o->kills[i].name));
+			if (k == 0)
+				snprintf(buf, len, "killed by the OOM killer");
+			else
+				snprintf(buf, len, "killed by the OOM killer (pid %d%s%s)", (int)pids[k],
+					 *shown ? ", " : "", shown);
 			spend(o, i);
 			return true;
 		}

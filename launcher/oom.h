@@ -9,10 +9,10 @@
  * - the oom_kill counter of slotrun's memory cgroup, which the workers
  *   inherit (cgroup v1 memory.oom_control, cgroup v2 memory.events), read
  *   at the attempt's start and again at the death.
- * A kill of the worker's own pid is its death for certain.  Otherwise the
- * kernel only says that it killed some process of slotrun's cgroup (with
- * wrap_rank, the worker's command is such a process, but so may be any
- * other process of the cgroup): that is what is said then, in those
+ * A kill of the worker's own pid, or of the command its wrap_rank said it
+ * runs, is its death for certain.  Otherwise the kernel only says that it
+ * killed some process of slotrun's cgroup (one the command started, or
+ * any other process of the cgroup): that is what is said then, in those
  * words.  Neither witness (no root, no memory controller): nothing is
  * said, and the death stays a plain SIGKILL. */
 #ifndef SLOTRUN_OOM_H
@@ -49,12 +49,14 @@ struct oom {
  * silently: it only leaves deaths unexplained. */
 void oom_start(struct oom *o);
 
-/* A worker (pid) died of a SIGKILL slotrun did not send.  Returns true
- * with buf saying why ("killed by the OOM killer", or that the OOM killer
- * killed a process of its cgroup) when the kernel says so; that kill is
- * then spent, so one kill never explains two deaths.  Reads what the
- * kernel log has (never blocks) and the counter. */
-bool oom_explain(struct oom *o, pid_t pid, char *buf, size_t len);
+/* A worker died of a SIGKILL slotrun did not send: pids[0] is the worker,
+ * the others what it is known to have run (wrap_rank's command).  Returns
+ * true with buf saying why ("killed by the OOM killer", "... (pid P,
+ * NAME)" for one of the others, or that the OOM killer killed a process
+ * in slotrun's cgroup) when the kernel says so; that kill is then spent,
+ * so one kill never explains two deaths.  Reads what the kernel log has
+ * (never blocks) and the counter. */
+bool oom_explain(struct oom *o, const pid_t *pids, int npids, char *buf, size_t len);
 
 /* Closes the kernel log; the struct may be started again. */
 void oom_close(struct oom *o);

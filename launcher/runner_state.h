@@ -35,6 +35,8 @@ struct worker {
 	double after;                /* ... seconds after its attempt's start */
 	char note[256];
 	bool oom;                    /* the note says the OOM killer's part in its death */
+	bool cmd_open;               /* wrapped: cmd_r is open */
+	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
 	bool rchar_known;            /* ... since its last output reached slotrun */

@@ -11,9 +11,10 @@ import sys
 import tempfile
 import uuid
 
-from harness import Proc, Skip, binary, case, cleanup_at_exit, job_env, run, wait_for
+from harness import Proc, Skip, binary, case, cleanup_at_exit, job_env, run, run_cmd, wait_for
 
 SR = binary("slotrun")
+WR = binary("wrap_rank")
 LIMIT = 64 << 20
 
 # Rank 1 eats memory past the limit, touching every page; rank 0 waits
@@ -156,6 +157,11 @@ def oom_killed_rank_is_said_so(cg, d):
             doc = json.load(f)
         root = doc["root_cause"]
         assert root["rank"] == 1 and root["oom_killed"] is True and "OOM killer" in root["note"], root
+        if not wrap and os.access("/dev/kmsg", os.R_OK):
+            # the kernel log names the pid wrap_rank told slotrun its command has
+            cmd = [ln for ln in p.out.decode().splitlines() if "up 1 " in ln][0].split()[-1]
+            assert root["note"] == f"killed by the OOM killer (pid {cmd}, python3)", (root, p.out)
+            assert head[0].endswith(": killed by the OOM killer (pid %s, python3)" % cmd), head
         assert [r.get("oom_killed") for r in doc["ranks"]] == [None, True], doc["ranks"]
 
 
@@ -176,6 +182,29 @@ def plain_sigkill_is_not_oom(cg, d):
             doc = json.load(f)
         assert "oom_killed" not in doc["root_cause"] and "note" not in doc["root_cause"], doc
         assert [r.get("oom_killed") for r in doc["ranks"]] == [None, None], doc["ranks"]
+
+
+@case
+def wrap_rank_tells_its_command_pid_on_pid_fd():
+    r, w = os.pipe()
+    try:
+        code, out, err = run_cmd([WR, "--pid-fd", str(w), "0", "sh", "-c", "echo $$; ls /proc/$$/fd"],
+                                 timeout=20, pass_fds=(w,))
+        os.close(w)
+        w = -1
+        told = os.read(r, 64)
+    finally:
+        if w >= 0:
+            os.close(w)
+        os.close(r)
+    assert code == 0, err
+    lines = [ln.removeprefix("[rank=0] ") for ln in out.decode().splitlines()]
+    assert told == lines[0].encode() + b"\n", (told, out)
+    assert sorted(int(x) for x in lines[1:]) == [0, 1, 2], ("the command inherits no more", out)
+    for bad in ("1", "x", "999"):
+        code, _, err = run_cmd([WR, "--pid-fd", bad, "0", "true"], timeout=20)
+        assert code == 2 and err.startswith(b"wrap_rank: --pid-fd wants an open fd above 2, not '%s'"
+                                            % bad.encode()), (bad, code, err)
 
 
 run()
