@@ -22,7 +22,7 @@ static int prepare(void *ctx)
 		return e;
 	if (r->nofile)
 		(void)setrlimit(RLIMIT_NOFILE, r->nofile);
-	if (r->pass_fd >= 0 && fcntl(r->pass_fd, F_SETFD, 0) < 0)
+	if (r->pass_fd > STDERR_FILENO && fcntl(r->pass_fd, F_SETFD, 0) < 0)
 		return -errno;
 	return 0;
 }

@@ -29,8 +29,8 @@ struct spawn_req {
 	const int *reset_signals;   /* set back to SIG_DFL in the child */
 	int nreset;
 	const struct rlimit *nofile; /* RLIMIT_NOFILE for the worker, or NULL */
-	int pass_fd;                /* an fd the worker inherits (its CLOEXEC cleared
-				     * in the child only), or -1 */
+	int pass_fd;                /* an fd above 2 the worker inherits (its CLOEXEC
+				     * cleared in the child only); 0 or -1: none */
 };
 
 /* Forks the worker.  On success *pid is the child and *report_fd the read

@@ -17,8 +17,9 @@
 int workers_spawn(struct runner *r, const sigset_t *mask);
 
 /* Worker i ended with code (exit code, or 128+N): before the supervisor
- * hears of it, a SIGKILL slotrun did not send is looked into (oom.h), and
- * a kill by the OOM killer left in the worker's note. */
+ * hears of it, a SIGKILL slotrun did not send is looked into (oom.h), with
+ * the pid its wrap_rank said its command has, and a kill by the OOM killer
+ * left in the worker's note (w->oom set). */
 void workers_ended(struct runner *r, int i, int code);
 
 /* Starts reading every started worker's stdout and stderr on the loop.

@@ -190,9 +190,8 @@ static int open_channels(struct run *r, const sigset_t *handled)
 	return 0;
 }
 
-/* --pid-fd: the command's pid, written whole or not at all (a pipe takes
- * a short write at once) and the fd closed, so no process of the command's
- * holds it. */
+/* --pid-fd: the command's pid, in one write of a few bytes (atomic on a
+ * pipe), then the fd closed: the reader sees the whole pid or nothing. */
 static void tell_pid(int fd, pid_t pid)
 {
 	char text[24];
