@@ -527,7 +527,8 @@ static int run(struct launch *l)
 		return code;
 	return runner_run(&(struct runner_cfg){
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
-		.wrapped = !l->o.no_wrap, .cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
+		.wrapped = !l->o.no_wrap, .guarded = l->guarded != NULL,
+		.cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
 		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,

@@ -110,8 +110,8 @@ static int open_pipes(struct runner *r, int i, int po[2], int pe[2])
 	return -EMFILE;
 }
 
-/* wrap_rank's arguments: cmd_w is the write end of the pipe it tells its
- * command's pid on (-1: none). */
+/* The worker's arguments; cmd_w is the write end of the pipe its wrap_rank
+ * tells its command's pid on (-1: none). */
 static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s, char *rankbuf,
 			  int cmd_w, char *fdbuf)
 {
@@ -135,8 +135,14 @@ static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s,
 		argv[k++] = rankbuf;
 		argv[k++] = "--";
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		argv[k++] = c->cmd[i];
+		if (i == 0 && c->guarded && cmd_w >= 0) { /* cmd[0] is the guard's wrap_rank */
+			sprintf(fdbuf, "%d", cmd_w);
+			argv[k++] = "--pid-fd";
+			argv[k++] = fdbuf;
+		}
+	}
 	return argv;
 }
 
@@ -189,7 +195,7 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	}
 	out_stream_init(&w->out, po[0], s->shown ? &r->cons.con[0] : NULL, lo, NULL);
 	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
-	cmd_w = open_cmd_pipe(w, c->wrapped);
+	cmd_w = open_cmd_pipe(w, c->wrapped || c->guarded);
 	argv = worker_argv(c, s, rankbuf, cmd_w, fdbuf);
 	envp = plan_envp(s, c->base_env, extra_env);
 	req = (struct spawn_req){

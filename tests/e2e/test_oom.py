@@ -157,8 +157,9 @@ def oom_killed_rank_is_said_so(cg, d):
             doc = json.load(f)
         root = doc["root_cause"]
         assert root["rank"] == 1 and root["oom_killed"] is True and "OOM killer" in root["note"], root
-        if not wrap and os.access("/dev/kmsg", os.R_OK):
-            # the kernel log names the pid wrap_rank told slotrun its command has
+        if os.access("/dev/kmsg", os.R_OK):
+            # the kernel log names the pid wrap_rank (with --no-wrap, the
+            # guard's) told slotrun its command has
             cmd = [ln for ln in p.out.decode().splitlines() if "up 1 " in ln][0].split()[-1]
             assert root["note"] == f"killed by the OOM killer (pid {cmd}, python3)", (root, p.out)
             assert head[0].endswith(": killed by the OOM killer (pid %s, python3)" % cmd), head
