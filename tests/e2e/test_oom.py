@@ -149,6 +149,7 @@ def oom_killed_rank_is_said_so(cg, d):
         p, ef = slotrun(cg, d, *wrap)
         code = p.finish(timeout=120)
         assert code == 137, (wrap, code, p.err)
+        assert cg.procs() == [], "processes left behind"
         assert b"not killed" not in p.out, "the limit did not hold: " + repr(p.out)
         head = headline(p.err)
         assert len(head) == 1 and "rank 1 " in head[0] and "exit 137 (SIGKILL)" in head[0], (wrap, p.err)
@@ -176,6 +177,7 @@ def plain_sigkill_is_not_oom(cg, d):
         os.kill(int(line.split()[-1]), signal.SIGKILL)
         code = p.finish(timeout=60)
         assert code == 137, (wrap, code, p.err)
+        assert cg.procs() == [], "processes left behind"
         assert b"OOM" not in p.err, (wrap, p.err)
         head = headline(p.err)
         assert len(head) == 1 and "rank 1 " in head[0] and head[0].rstrip().endswith("after start"), p.err
