@@ -24,19 +24,36 @@ static void copy_field(char *dst, size_t len, const char *s, size_t n)
 	dst[n] = '\0';
 }
 
+/* A pid: the digits at p, before end.  Returns 0 with *pid and *after
+ * set, or -EINVAL. */
+static int parse_pid(const char *p, const char *end, pid_t *pid, const char **after)
+{
+	char num[16];
+	size_t n = 0;
+	long v;
+
+	while (p + n < end && n < sizeof(num) - 1 && p[n] >= '0' && p[n] <= '9')
+		n++;
+	copy_field(num, sizeof(num), p, n);
+	if (!n || io_parse_long(num, 1, 0x7fffffff, &v) < 0)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	*after = p + n;
+	return 0;
+}
+
 /* "Killed process PID (NAME) total-vm:..." anywhere in the line. */
 static bool parse_killed(const char *text, size_t n, struct oom_kill *k)
 {
 	static const char key[] = "Killed process ";
-	const char *p = memmem(text, n, key, sizeof(key) - 1), *end = text + n, *name, *close;
-	char *num_end;
-	long pid;
+	const char *p = memmem(text, n, key, sizeof(key) - 1), *end = text + n, *name, *close, *num_end;
+	pid_t pid;
 
 	if (!p)
 		return false;
 	p += sizeof(key) - 1;
-	pid = strtol(p, &num_end, 10);
-	if (num_end == p || pid <= 0 || num_end + 2 > end || num_end[0] != ' ' || num_end[1] != '(')
+	if (parse_pid(p, end, &pid, &num_end) < 0 || num_end + 2 > end || num_end[0] != ' ' ||
+	    num_end[1] != '(')
 		return false;
 	name = num_end + 2;
 	/* a name may hold ')': the one before " total-vm:" ends it */
@@ -45,7 +62,7 @@ static bool parse_killed(const char *text, size_t n, struct oom_kill *k)
 		close = memrchr(name, ')', (size_t)(end - name));
 	if (!close)
 		return false;
-	k->pid = (pid_t)pid;
+	k->pid = pid;
 	copy_field(k->name, sizeof(k->name), name, (size_t)(close - name));
 	return true;
 }
@@ -70,19 +87,14 @@ static bool field(const char *text, size_t n, const char *key, const char *next,
 /* "oom-kill:constraint=...,task_memcg=PATH,task=NAME,pid=PID,uid=UID" */
 static bool parse_summary(const char *text, size_t n, struct oom_kill *k)
 {
-	const char *v;
+	const char *v, *after;
 	size_t vn;
-	char num[24];
-	long pid;
 
 	if (n < 9 || memcmp(text, "oom-kill:", 9) != 0)
 		return false;
-	if (!field(text, n, ",pid=", ",uid=", &v, &vn) || vn == 0 || vn >= sizeof(num))
+	if (!field(text, n, ",pid=", ",uid=", &v, &vn) || parse_pid(v, v + vn, &k->pid, &after) < 0 ||
+	    after != v + vn)
 		return false;
-	copy_field(num, sizeof(num), v, vn);
-	if (io_parse_long(num, 1, 0x7fffffff, &pid) < 0)
-		return false;
-	k->pid = (pid_t)pid;
 	if (field(text, n, ",task_memcg=", ",task=", &v, &vn))
 		copy_field(k->memcg, sizeof(k->memcg), v, vn);
 	if (field(text, n, ",task=", ",pid=", &v, &vn))
@@ -96,7 +108,9 @@ enum oom_record oom_parse_record(const char *rec, size_t n, struct oom_kill *k)
 	size_t tn;
 
 	*k = (struct oom_kill){ 0 };
-	if (!semi)
+	/* the kernel's own: facility 0, so the prefix (facility * 8 + level)
+	 * is one digit; what a process writes to /dev/kmsg is "user", above */
+	if (!semi || n < 2 || rec[0] < '0' || rec[0] > '7' || rec[1] != ',')
 		return OOM_REC_OTHER;
 	text = semi + 1;
 	nl = memchr(text, '\n', (size_t)(rec + n - text));

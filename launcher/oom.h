@@ -68,7 +68,8 @@ enum oom_record { OOM_REC_OTHER, OOM_REC_KILLED, OOM_REC_SUMMARY };
 /* One /dev/kmsg record ("PRIO,SEQ,TIME,FLAGS;TEXT\n..."), n bytes:
  * OOM_REC_KILLED for "... Killed process PID (NAME) ..." (pid and name
  * set), OOM_REC_SUMMARY for "oom-kill:...task_memcg=P,task=N,pid=PID,..."
- * (pid, name and memcg set), else OOM_REC_OTHER. */
+ * (pid, name and memcg set), else OOM_REC_OTHER, as is any record not
+ * the kernel's own (a process may write to /dev/kmsg). */
 enum oom_record oom_parse_record(const char *rec, size_t n, struct oom_kill *k);
 
 /* The "oom_kill N" line of memory.oom_control or memory.events: 0 with

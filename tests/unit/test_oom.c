@@ -56,6 +56,10 @@ LEAK_TEST(oom, other_records_are_not_kills)
 	cr_assert_eq(parse("", &k), OOM_REC_OTHER);
 	cr_assert_eq(parse("6,1,2,-;text\n SUBSYSTEM=Killed process 5 (x)\n", &k), OOM_REC_OTHER,
 		     "only the record's first line is its text");
+	cr_assert_eq(parse("12,1,2,-;Killed process 5 (x) total-vm:1kB\n", &k), OOM_REC_OTHER,
+		     "written by a process (facility user), not the kernel");
+	cr_assert_eq(parse("6,1,2,-;oom-kill:task=a,pid=12x,uid=0\n", &k), OOM_REC_OTHER);
+	cr_assert_eq(parse("6,1,2,-;Killed process 99999999999999999999 (x) total-vm:1kB\n", &k), OOM_REC_OTHER);
 }
 
 LEAK_TEST(oom, counter_is_the_oom_kill_line)
