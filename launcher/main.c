@@ -415,8 +415,9 @@ static int find_executables(struct launch *l)
 			 r == -EACCES ? "Permission denied" : "command not found");
 		return fail(r == -EACCES ? 126 : 127, l->err);
 	}
-	/* A missing #! interpreter fails every rank's exec with ENOENT. */
-	if ((r = child_check_script(l->exec_path, why, sizeof(why))) < 0) {
+	/* A missing #! interpreter fails every rank's exec with ENOENT, a
+	 * program env cannot find every rank with 127. */
+	if ((r = spawn_check_script(l->exec_path, getenv("PATH"), why, sizeof(why))) < 0) {
 		snprintf(l->err, sizeof(l->err), "cannot execute '%s': %s", l->cmd[0], why);
 		return fail(r == -ENOENT ? 127 : 126, l->err);
 	}
@@ -526,7 +527,8 @@ static int run(struct launch *l)
 		return code;
 	return runner_run(&(struct runner_cfg){
 		.plan = &l->plan, .topo = l->topo, .exec_path = l->exec_path,
-		.wrapped = !l->o.no_wrap, .cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
+		.wrapped = !l->o.no_wrap, .guarded = l->guarded != NULL,
+		.cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
 		.hang_timeout = l->o.hang_timeout,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,

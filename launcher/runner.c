@@ -218,6 +218,7 @@ static void reaped(struct runner *r, int i, int status)
 		clock_gettime(CLOCK_REALTIME, &w->when);
 		w->after = now_since(r);
 	}
+	workers_ended(r, i, status_exit_code(status));
 	feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = status_exit_code(status),
 				    .t = now_since(r) });
 }
@@ -514,6 +515,7 @@ static int wind_down(struct runner *r)
 static void teardown(struct runner *r)
 {
 	plane_close(r->plane);
+	oom_close(&r->oom);
 	diag_free(r->diag);
 	for (int i = 0; i < RUNNER_NSIGNALS; i++)
 		if (r->sigev[i])

@@ -18,6 +18,7 @@ struct runner_cfg {
 	struct topo *topo;               /* NULL: no binding */
 	const char *exec_path;           /* wrap_rank, or the command with --no-wrap */
 	bool wrapped;
+	bool guarded;                    /* --no-wrap: cmd is wrap_rank as a guard only */
 	char *const *cmd;                /* the user's command */
 	char *const *base_env;
 	const char *log_dir;             /* or NULL */

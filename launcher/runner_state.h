@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "console.h"
+#include "oom.h"
 #include "output.h"
 #include "plane.h"
 #include "runner.h"
@@ -33,6 +34,9 @@ struct worker {
 	struct timespec when;        /* when it exited, on the wall clock */
 	double after;                /* ... seconds after its attempt's start */
 	char note[256];
+	bool oom;                    /* the note says the OOM killer's part in its death */
+	bool cmd_open;               /* wrapped: cmd_r is open */
+	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
 	bool rchar_known;            /* ... since its last output reached slotrun */
@@ -68,6 +72,7 @@ struct runner {
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
+	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an

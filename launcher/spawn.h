@@ -29,6 +29,8 @@ struct spawn_req {
 	const int *reset_signals;   /* set back to SIG_DFL in the child */
 	int nreset;
 	const struct rlimit *nofile; /* RLIMIT_NOFILE for the worker, or NULL */
+	int pass_fd;                /* an fd above 2 the worker inherits (its CLOEXEC
+				     * cleared in the child only); 0 or -1: none */
 };
 
 /* Forks the worker.  On success *pid is the child and *report_fd the read
@@ -43,5 +45,14 @@ enum spawn_stage spawn_read_report(int report_fd, int *err);
  * path).  Returns 0 with the path in buf, -ENOENT when not found, -EACCES
  * when found but not executable, -ENAMETOOLONG. */
 int spawn_resolve(const char *name, const char *path_env, char *buf, size_t len);
+
+/* Whether the script at path can start, as child_check_script (its #!
+ * interpreter is there) and, for "#!/usr/bin/env NAME", whether env will
+ * find NAME on path_env (NULL: the default path), which it would report
+ * in every rank.  Returns 0 when path is no script, or it can start as
+ * far as can be told; else, with why in buf ("its #! line runs
+ * '/usr/bin/env typo', and 'typo' is not on PATH"), -ENOENT (exit
+ * status 127) or -EACCES (126). */
+int spawn_check_script(const char *path, const char *path_env, char *buf, size_t len);
 
 #endif

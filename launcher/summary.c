@@ -63,6 +63,8 @@ static const char *fate_text(const struct sum_worker *w)
 	case SUP_W_EXITED:
 		return "exited on its own";
 	case SUP_W_STOPPED:
+		if (w->oom)
+			return "died while slotrun was stopping the job";
 		if (w->code == 0)
 			return "finished while slotrun was stopping the job";
 		return failed_alone(w) ? "failed while slotrun was stopping the job" : "stopped by slotrun";
@@ -221,8 +223,8 @@ void summary_print(FILE *f, const struct sum_job *j)
 			continue;
 		}
 		sum_describe_code(w->code, desc, sizeof(desc));
-		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s\n", w->rank, w->local_rank,
-			(int)w->pid, desc, fate_text(w));
+		fprintf(f, "slotrun:   rank %d (local rank %d, pid %d): %s, %s%s%s\n", w->rank, w->local_rank,
+			(int)w->pid, desc, fate_text(w), w->oom ? ": " : "", w->oom ? w->note : "");
 		if (failed_alone(w) && w->tail) {
 			char **lines;
 			int n = out_tail_lines(w->tail, SUM_OTHER_TAIL_LINES, &lines);
@@ -284,6 +286,8 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
 	if (o && w->note)
 		json_object_set_new(o, "note", line_json(w->note));
+	if (o && w->oom) /* absent otherwise, as the note is */
+		json_object_set_new(o, "oom_killed", json_true());
 	if (o && w->diag)
 		json_object_set_new(o, "at_kill", line_json(w->diag));
 	if (o && failed_alone(w))

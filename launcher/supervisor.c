@@ -196,6 +196,11 @@ struct sup_actions sup_step(struct sup *s, const struct sup_event *ev)
 	return a;
 }
 
+bool sup_unsent_kill(const struct sup *s, int code)
+{
+	return status_code_signal(code) == SIGKILL && !(s->sent & sig_bit(SIGKILL));
+}
+
 int sup_exit_code(const struct sup *s)
 {
 	if (s->root_cause >= 0)

@@ -92,6 +92,10 @@ void sup_init(struct sup *s, int nworkers, enum sup_worker_fate *fate, int *code
 /* The one transition function. */
 struct sup_actions sup_step(struct sup *s, const struct sup_event *ev);
 
+/* Whether code (128+N) is a death by SIGKILL that slotrun did not send
+ * to the workers: someone else's, the kernel's OOM killer's most often. */
+bool sup_unsent_kill(const struct sup *s, int code);
+
 /* 0 when every worker exited 0; else the root cause's code; else 128+N for
  * the signal that stopped slotrun. */
 int sup_exit_code(const struct sup *s);

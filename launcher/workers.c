@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "hang.h"
 #include "io.h"
+#include "oom.h"
 #include "procs.h"
 #include "quote.h"
 #include "spawn.h"
@@ -109,26 +110,67 @@ static int open_pipes(struct runner *r, int i, int po[2], int pe[2])
 	return -EMFILE;
 }
 
-static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s, char *rankbuf)
+/* The worker's arguments; cmd_w is the write end of the pipe its wrap_rank
+ * tells its command's pid on (-1: none). */
+static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s, char *rankbuf,
+			  int cmd_w, char *fdbuf)
 {
 	int n = 0, k = 0;
 	char **argv;
 
 	while (c->cmd[n])
 		n++;
-	argv = calloc((size_t)n + 5, sizeof(char *));
+	argv = calloc((size_t)n + 7, sizeof(char *));
 	if (!argv)
 		return NULL;
 	if (c->wrapped) {
 		sprintf(rankbuf, "%d", s->rank);
 		argv[k++] = (char *)c->exec_path;
 		argv[k++] = "--no-redirect-stdio";
+		if (cmd_w >= 0) {
+			sprintf(fdbuf, "%d", cmd_w);
+			argv[k++] = "--pid-fd";
+			argv[k++] = fdbuf;
+		}
 		argv[k++] = rankbuf;
 		argv[k++] = "--";
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		argv[k++] = c->cmd[i];
+		if (i == 0 && c->guarded && cmd_w >= 0) { /* cmd[0] is the guard's wrap_rank */
+			sprintf(fdbuf, "%d", cmd_w);
+			argv[k++] = "--pid-fd";
+			argv[k++] = fdbuf;
+		}
+	}
 	return argv;
+}
+
+/* Wrapped: the pipe wrap_rank writes its command's pid to, so that a kill
+ * the kernel log names can be tied to the rank (oom.h).  Best effort: none
+ * (-1) when it cannot be had, or would land on a stdio number. */
+static int open_cmd_pipe(struct worker *w, bool wrapped)
+{
+	int p[2];
+
+	w->cmd_open = false;
+	if (!wrapped || pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -1;
+	if (p[1] <= STDERR_FILENO) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	w->cmd_r = p[0];
+	w->cmd_open = true;
+	return p[1];
+}
+
+static void close_cmd_pipe(struct worker *w)
+{
+	if (w->cmd_open)
+		close(w->cmd_r);
+	w->cmd_open = false;
 }
 
 /* Forks worker i (not waiting for its exec): *report is its report pipe.
@@ -138,8 +180,8 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	const struct runner_cfg *c = r->cfg;
 	const struct plan_slot *s = &c->plan->slots[i];
 	struct worker *w = &r->w[i];
-	int po[2], pe[2], lo, le, e;
-	char rankbuf[16], **argv, **envp;
+	int po[2], pe[2], lo, le, e, cmd_w;
+	char rankbuf[16], fdbuf[16], **argv, **envp;
 	struct spawn_req req;
 
 	if ((e = open_logs(r, i, &lo, &le)) < 0)
@@ -153,7 +195,8 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	}
 	out_stream_init(&w->out, po[0], s->shown ? &r->cons.con[0] : NULL, lo, NULL);
 	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
-	argv = worker_argv(c, s, rankbuf);
+	cmd_w = open_cmd_pipe(w, c->wrapped || c->guarded);
+	argv = worker_argv(c, s, rankbuf, cmd_w, fdbuf);
 	envp = plan_envp(s, c->base_env, extra_env);
 	req = (struct spawn_req){
 		.path = c->exec_path, .argv = argv, .envp = envp,
@@ -161,14 +204,17 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 		.topo = s->place.cpuset ? c->topo : NULL,
 		.slot = &s->place,
 		.child_mask = mask, .reset_signals = runner_signals, .nreset = RUNNER_NSIGNALS,
-		.nofile = c->nofile,
+		.nofile = c->nofile, .pass_fd = cmd_w,
 	};
 	e = (argv && envp) ? spawn_start(&req, &w->pid, report) : -ENOMEM;
 	free(argv);
 	free(envp);
 	close(po[1]);
 	close(pe[1]);
+	if (cmd_w >= 0)
+		close(cmd_w);
 	if (e < 0) {
+		close_cmd_pipe(w);
 		snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
 		say_rank(r, i, "%s", w->note);
 		w->pid = 0;
@@ -235,12 +281,40 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 		return -ENOMEM;
 	}
 	attempt_env(r, &env);
+	oom_start(&r->oom);
 	for (int i = 0; i < r->n && rc == 0; i++)
 		rc = start_one(r, i, devnull, env.env, mask, &report[i]);
 	collect_reports(r, report);
 	close(devnull);
 	free(report);
 	return rc;
+}
+
+/* The pid wrap_rank said its command has, or 0. */
+static pid_t cmd_pid(struct worker *w)
+{
+	char text[24];
+	ssize_t n;
+	long pid;
+
+	if (!w->cmd_open)
+		return 0;
+	n = io_read(w->cmd_r, text, sizeof(text) - 1);
+	if (n <= 0)
+		return 0;
+	text[n] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	return io_parse_long(text, 1, 0x7fffffff, &pid) == 0 ? (pid_t)pid : 0;
+}
+
+void workers_ended(struct runner *r, int i, int code)
+{
+	struct worker *w = &r->w[i];
+	pid_t pids[2] = { w->pid, cmd_pid(w) };
+
+	close_cmd_pipe(w);
+	if (w->pid > 0 && !w->note[0] && sup_unsent_kill(&r->sup, code))
+		w->oom = oom_explain(&r->oom, pids, pids[1] ? 2 : 1, w->note, sizeof(w->note));
 }
 
 /* A log file that stopped taking lines (a full disk, an I/O error) is said

@@ -16,6 +16,12 @@
  * started: those have pid <= 0, and the caller counts them failed. */
 int workers_spawn(struct runner *r, const sigset_t *mask);
 
+/* Worker i ended with code (exit code, or 128+N): before the supervisor
+ * hears of it, a SIGKILL slotrun did not send is looked into (oom.h), with
+ * the pid its wrap_rank said its command has, and a kill by the OOM killer
+ * left in the worker's note (w->oom set). */
+void workers_ended(struct runner *r, int i, int code);
+
 /* Starts reading every started worker's stdout and stderr on the loop.
  * A pipe that cannot be watched (out of memory) is said and closed rather
  * than left to fill and block its worker. */

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* wrap_rank [--no-redirect-stdio] [--no-prefix] RANK [--] CMD [ARGS...] */
+/* wrap_rank [--no-redirect-stdio] [--no-prefix] [--pid-fd N] RANK [--] CMD [ARGS...] */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "wrap.h"
 
 static const char usage[] =
-	"Usage: wrap_rank [--no-redirect-stdio] [--no-prefix] RANK [--] COMMAND [ARGS...]\n"
+	"Usage: wrap_rank [--no-redirect-stdio] [--no-prefix] [--pid-fd N] RANK [--] COMMAND [ARGS...]\n"
 	"\n"
 	"Runs COMMAND and prefixes every line it writes with \"[rank=RANK] \", keeping\n"
 	"stdout and stderr apart.  \\n, \\r\\n and \\r each end a line; lines are written\n"
@@ -25,6 +27,9 @@ static const char usage[] =
 	"                       stderr.log in that folder\n"
 	"  --no-prefix          COMMAND writes to wrap_rank's stdout and stderr itself,\n"
 	"                       with no prefix (signals and containment as usual)\n"
+	"  --pid-fd N           once COMMAND runs, write its pid and a newline to the\n"
+	"                       inherited fd N and close it (slotrun ties the kernel's\n"
+	"                       word on a killed process to the rank so)\n"
 	"  -h, --help           show this help\n"
 	"  --version            show the version\n"
 	"\n"
@@ -54,6 +59,15 @@ int main(int argc, char **argv)
 			redirect = 0;
 		} else if (strcmp(argv[i], "--no-prefix") == 0) {
 			o.no_prefix = true;
+		} else if (strcmp(argv[i], "--pid-fd") == 0) {
+			long fd;
+
+			if (i + 1 >= argc || io_parse_long(argv[i + 1], 3, 0x7fffffff, &fd) < 0 ||
+			    fcntl((int)fd, F_SETFD, FD_CLOEXEC) < 0) /* not COMMAND's to inherit */
+				return usage_error("--pid-fd wants an open fd above 2, not '",
+						   i + 1 < argc ? argv[i + 1] : "");
+			o.pid_fd = (int)fd;
+			i++;
 		} else if (strcmp(argv[i], "--help") == 0) {
 			fputs(usage, stdout);
 			return 0;

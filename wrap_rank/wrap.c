@@ -190,12 +190,26 @@ static int open_channels(struct run *r, const sigset_t *handled)
 	return 0;
 }
 
+/* --pid-fd: the command's pid, in one write of a few bytes (atomic on a
+ * pipe), then the fd closed: the reader sees the whole pid or nothing. */
+static void tell_pid(int fd, pid_t pid)
+{
+	char text[24];
+	int n;
+
+	if (fd <= STDERR_FILENO)
+		return;
+	n = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	(void)io_write_all(fd, text, (size_t)n);
+	close(fd);
+}
+
 /* Starts the guard and so the command.  Returns -1 when the command runs,
  * else wrap_rank's exit status, the reason said on stderr. */
 static int launch(struct run *r)
 {
 	const struct wrap_opts *o = r->o;
-	int close_fds[8], nclose = 0, e;
+	int close_fds[10], nclose = 0, e;
 	sigset_t cmd_mask;
 	struct guard_msg m;
 
@@ -207,6 +221,8 @@ static int launch(struct run *r)
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
 		sigdelset(&cmd_mask, forwarded[i]);
 	close_fds[nclose++] = r->sfd;
+	if (o->pid_fd > STDERR_FILENO)
+		close_fds[nclose++] = o->pid_fd;
 	if (!o->no_prefix) {
 		close_fds[nclose++] = r->pout[0];
 		close_fds[nclose++] = r->perr[0];
@@ -251,6 +267,7 @@ static int launch(struct run *r)
 		return m.err == ENOENT ? 127 : 126;
 	}
 	r->cmd = m.pid;
+	tell_pid(o->pid_fd, r->cmd);
 	return -1;
 }
 

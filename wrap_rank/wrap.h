@@ -21,6 +21,8 @@ struct wrap_opts {
 	int out_fd;         /* where prefixed stdout lines go */
 	int err_fd;         /* where prefixed stderr lines go */
 	bool no_prefix;     /* the command writes to out_fd and err_fd itself */
+	int pid_fd;         /* the command's pid is written there, once it runs; 0 (no
+			     * stdio fd is one): none */
 };
 
 /* spec: a rank number, or a comma list of environment variable names tried

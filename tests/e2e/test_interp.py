@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """A script whose #! interpreter is missing, or whose #! line ends in CR,
-is reported as a bad interpreter, once, before any rank starts."""
+is reported as a bad interpreter, once, before any rank starts; so is one
+whose "#!/usr/bin/env NAME" names a program that is not on PATH."""
 import os
 import shutil
 import tempfile
@@ -83,6 +84,41 @@ def interpreter_that_is_a_folder_is_126(d):
     code, _, err = slotrun("--slots", "2", "--", path)
     assert code == 126, (code, err)
     assert err.count(b"\n") == 1 and b"bad interpreter" in err and b"Permission denied" in err, err
+
+
+@in_tmp
+def env_program_not_on_path_is_said_once_and_is_127(d):
+    for line, words in ((b"#!/usr/bin/env typo-i21", b"its #! line runs '/usr/bin/env typo-i21', and 'typo-i21' "
+                                                      b"is not on PATH"),
+                        (b"#!/usr/bin/env -S A=1 typo-i21 -u", b"its #! line runs '/usr/bin/env -S A=1 typo-i21 -u', "
+                                                               b"and 'typo-i21' is not on PATH"),
+                        (b"#!/usr/bin/env sh -e", b"its #! line runs '/usr/bin/env sh -e', and 'sh -e' is not on PATH "
+                                                  b"(env takes the rest of the #! line as one name: 'env -S' splits it)")):
+        path = script(d, "train.sh", line + b"\necho hi\n")
+        for wrap in ([], ["--no-wrap"]):
+            code, out, err = slotrun("--slots", "2", *wrap, "--", path)
+            assert code == 127, (line, wrap, code, err)
+            assert out == b"", out
+            assert err == b"slotrun: cannot execute '%s': %s\n" % (path.encode(), words), (line, wrap, err)
+
+
+@in_tmp
+def env_program_that_is_no_program_is_126(d):
+    notexec = script(d, "tool", b"", mode=0o644)
+    path = script(d, "train.sh", b"#!/usr/bin/env -S %s\n" % notexec.encode())
+    code, _, err = slotrun("--slots", "2", "--", path)
+    assert code == 126, (code, err)
+    assert err == b"slotrun: cannot execute '%s': its #! line runs '/usr/bin/env -S %s', and '%s' cannot be " \
+                  b"executed (Permission denied)\n" % (path.encode(), notexec.encode(), notexec.encode()), err
+
+
+@in_tmp
+def env_programs_that_are_there_still_run(d):
+    for line in (b"#!/usr/bin/env sh", b"#!/usr/bin/env -S sh -e", b"#!/usr/bin/env -S A=1 sh"):
+        path = script(d, "ok.sh", line + b"\necho ran $RANK\n")
+        code, out, err = slotrun("--slots", "2", "--", path)
+        assert code == 0, (line, err)
+        assert b"[rank=0] ran 0\n" in out and b"[rank=1] ran 1\n" in out, (line, out)
 
 
 @in_tmp

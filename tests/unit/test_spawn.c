@@ -41,6 +41,55 @@ LEAK_TEST(spawn, resolve_like_execvp)
 	rmdir(dir);
 }
 
+static void write_script(const char *path, const char *text)
+{
+	int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0755);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+LEAK_TEST(spawn, env_program_is_looked_up_on_the_path_given)
+{
+	char buf[512], dir[] = "/tmp/slotrun-envcheck-XXXXXX", path[PATH_MAX];
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	write_script(path, "#!/usr/bin/env typo\n");
+	cr_assert_eq(spawn_check_script(path, "/bin:/usr/bin", buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "its #! line runs '/usr/bin/env typo', and 'typo' is not on PATH");
+	cr_assert_eq(spawn_check_script(path, dir, buf, sizeof(buf)), -ENOENT);
+	write_script(path, "#!/usr/bin/env s\n");
+	cr_assert_eq(spawn_check_script(path, dir, buf, sizeof(buf)), 0, "on the path given: the script itself");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -ENOENT, "not on that one");
+	write_script(path, "#!/usr/bin/env -S A=1 B=2 sh -e\n");
+	cr_assert_eq(spawn_check_script(path, "/bin:/usr/bin", buf, sizeof(buf)), 0, "-S: the first word past the variables");
+	write_script(path, "#!/usr/bin/env -Styp\\x1bo\n");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -ENOENT, "-S joined to its word");
+	write_script(path, "#!/usr/bin/env -S typ\x1bo -u\n");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "its #! line runs '/usr/bin/env -S typ\\x1bo -u', and 'typ\\x1bo' is not on PATH",
+			 "control characters escaped");
+	/* what cannot be told for sure is left to env */
+	for (const char *t = "#!/usr/bin/env -i typo\n\0#!/usr/bin/env A=1\n\0#!/usr/bin/env\n\0"
+			     "#!/usr/bin/env -S -i typo\n\0#!/usr/bin/env -S A=1\n\0#!/bin/sh\n\0plain\n\0";
+	     *t; t += strlen(t) + 1) {
+		write_script(path, t);
+		cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), 0, "%s", t);
+	}
+	write_script(path, "#!/usr/bin/env /nonexistent/typo\n");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -ENOENT);
+	cr_assert_str_eq(buf, "its #! line runs '/usr/bin/env /nonexistent/typo', and there is no '/nonexistent/typo'");
+	write_script(path, "#!/usr/bin/env /dev/null\n");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -EACCES);
+	write_script(path, "#!/nonexistent/env typo\n");
+	cr_assert_eq(spawn_check_script(path, "/bin", buf, sizeof(buf)), -ENOENT, "a missing env is a bad interpreter");
+	cr_assert_str_eq(buf, "bad interpreter '/nonexistent/env' (No such file or directory)");
+	unlink(path);
+	rmdir(dir);
+}
+
 /* Open fds of this process (the directory's own fd not counted): a test
  * that spawns must leave as many as it found. */
 static int open_fds(void)
