@@ -269,6 +269,23 @@ static json_t *tail_json(const struct out_tail *t, int max)
 	return a;
 }
 
+/* The JSON's word for a fate: a hung rank was stopped too, but for being
+ * hung, which the text says as "killed by slotrun for --hang-timeout". */
+static const char *fate_word(enum sup_worker_fate fate)
+{
+	switch (fate) {
+	case SUP_W_RUNNING:
+		return "running";
+	case SUP_W_EXITED:
+		return "exited";
+	case SUP_W_HUNG:
+		return "hung";
+	case SUP_W_STOPPED:
+		break;
+	}
+	return "stopped";
+}
+
 static json_t *worker_json(const struct sum_worker *w)
 {
 	char when[40], sn[32];
@@ -280,8 +297,7 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->local_rank, "pid", (int)w->pid, "exit_code", w->code, "signal",
 		      sig ? sig_name(sig, sn, sizeof(sn)) : NULL, "time", when, "seconds_after_start",
 		      w->after_start, "fate",
-		      w->fate == SUP_W_RUNNING ? "running" :
-		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
+		      fate_word(w->fate));
 	if (o && w->note)
 		json_object_set_new(o, "note", line_json(w->note));
 	if (o && w->diag)
