@@ -14,6 +14,7 @@
 #include "console.h"
 #include "output.h"
 #include "plane.h"
+#include "rank_report.h"
 #include "runner.h"
 #include "supervisor.h"
 
@@ -68,6 +69,7 @@ struct runner {
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
+	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
