@@ -97,6 +97,27 @@ def a_stuck_rank_on_the_other_node_is_named_on_both():
 
 
 @case
+def a_restart_names_the_culprit_in_its_history_and_forgets_the_report():
+    # attempt 1: rank 0 names rank 1 and fails; attempt 2: it fails saying nothing
+    ef = f"{TMP}/restart.json"
+    p = Proc([SR, "--slots", "2", "--max-restarts", "1", "--restart-delay", "0", "--error-file", ef,
+              "--", "sh", "-c",
+              'if [ "$RANK" = 0 ]; then [ "$SLOTRUN_RESTART_COUNT" = 0 ] && '
+              'printf \'{"message": "peer rank 1 is stuck", "culprit_rank": 1}\' > "$SLOTRUN_ERROR_FILE"; '
+              "exit 1; fi; exec sleep 60"], environ=job_env())
+    code = p.finish(60)
+    err = p.err.decode(errors="replace")
+    assert code == 1, err[-3000:]
+    assert re.search(r"^slotrun: attempt 1 of 2 failed: rank 1 on node 0 \(127\.0\.0\.1\), named by rank 0 "
+                     r"on node 0 \(127\.0\.0\.1\) \(exit 1\)$", err, re.M), err[-3000:]
+    assert re.search(r"^slotrun: job failed: rank 0 \(node 0, local rank 0, pid \d+\) exit 1 at [0-9:.]+, "
+                     r"[0-9.]+ s after start$", err, re.M), err[-3000:]
+    doc = json.load(open(ef))
+    assert [a["rank"] for a in doc["attempts"]] == [1, 0], doc["attempts"]
+    assert doc["attempts"][0]["named_by"]["rank"] == 0, doc["attempts"]
+
+
+@case
 def torch_record_message_is_in_the_headline_and_the_json():
     ef = f"{TMP}/torch.json"
     report = ('{"message": {"message": "RuntimeError: boom\\nsecond line", '
