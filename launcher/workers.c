@@ -131,9 +131,9 @@ static char **worker_argv(const struct runner_cfg *c, const struct plan_slot *s,
 	return argv;
 }
 
-/* extra plus worker i's failure report path (rank_report.h), under both
- * names, in out (room for nextra + 3 entries); the previous attempt's
- * report is removed. */
+/* extra (an attempt_env's, at most 4) plus worker i's failure report path
+ * (rank_report.h) under both names, in out (room for 7); the previous
+ * attempt's report is removed first. */
 static char **report_env(const struct runner *r, int i, char *const *extra, char **out,
 			 char vars[2][4200])
 {
