@@ -2,8 +2,9 @@
 """The workers' failure reports (SLOTRUN_ERROR_FILE): a rank that stops
 taking part in the collectives is named as the root cause by the rank that
 found it, in the summary's headline and in --error-file, on one node and
-across two; torch's @record form gives its message; a report that is not
-one is ignored."""
+across two (on loopback, and as network-namespace nodes, netns.py); a
+restart's history names it too; torch's @record form gives its message; a
+report that is not one is ignored."""
 
 import json
 import os
@@ -13,6 +14,7 @@ import tempfile
 import uuid
 
 from harness import Proc, binary, case, free_ports, job_env, pids_with_env, run, wait_for
+from jobs import clean_env, job_on
 
 SR = binary("slotrun")
 NW = binary("nccl_worker")
@@ -94,6 +96,33 @@ def a_stuck_rank_on_the_other_node_is_named_on_both():
         rc = json.load(open(efs[k]))["root_cause"]
         assert (rc["kind"], rc["rank"], rc["node_rank"]) == ("rank", 3, 1), rc
         assert rc["named_by"]["rank"] in (0, 1, 2) and rc["named_by"]["exit_code"] == 1, rc
+
+
+@case
+def a_stuck_rank_on_another_network_node_is_named_on_both():
+    # two network-namespace nodes (netns.py): addresses of their own, and
+    # the ranks of a node share memory while their leaders form the ring
+    tag = uuid.uuid4().hex
+    with job_on(2, "bl") as job:
+        efs = [os.path.join(job.dir, f"node{k}.json") for k in range(2)]
+        for k in range(2):
+            job.spawn(k, ["--nnodes", "2", "--node-rank", str(k), "--addrs", ",".join(job.cl.addrs),
+                          "--slots", "2", "--grace", "1", "--join-timeout", "30", "--error-file", efs[k],
+                          "--", *ENDLESS],
+                      clean_env({"SLOTRUN_JOB_SECRET": "blame-e2e", "SLOTRUN_TIMEOUT": "2",
+                                 "BLAME_TAG": tag}))
+        job.wait(lambda: b"# ranks 4" in job.out(0), 60, "the table's header")
+        stop_rank(tag, 3)  # on node 1, not its leader
+        codes = job.finish(timeout=60)
+        assert codes == [1, 1], job.describe()
+        a = [re.escape(x) for x in job.cl.addrs]
+        for k in range(2):
+            err = job.err(k).decode(errors="replace")
+            assert re.search(rf"^slotrun: job failed: rank 3 on node 1 \({a[1]}\), named by rank [012] on "
+                             rf"node [01] \(({a[0]}|{a[1]})\): .*did not answer", err, re.M), job.describe()
+            rc = json.load(open(efs[k]))["root_cause"]
+            assert (rc["rank"], rc["node_rank"], rc["host"]) == (3, 1, job.cl.addrs[1]), rc
+        job.assert_nothing_left()
 
 
 @case
