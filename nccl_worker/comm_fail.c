@@ -49,15 +49,16 @@ static void mark_broken(struct slotcomm *c, const struct frame_abort *a, int cul
 	if (c->broken)
 		return;
 	c->broken = 1;
-	(void)comm_report_write(c->err, culprit >= 0 && culprit < c->size && culprit != c->rank ?
-			       culprit : -1);
-	if (!c->tp || !c->tp->broken)
-		return;
-	if (!a) {
-		snprintf(own.reason, sizeof(own.reason), "%s", c->err);
-		a = &own;
+	if (c->tp && c->tp->broken) {
+		if (!a) {
+			snprintf(own.reason, sizeof(own.reason), "%s", c->err);
+			a = &own;
+		}
+		c->tp->broken(c, a);
 	}
-	c->tp->broken(c, a);
+	/* after the peers were told: a slow file system delays nobody else */
+	(void)comm_report_write(c->err, culprit >= 0 && culprit < c->size && culprit != c->rank ?
+				culprit : -1);
 }
 
 /* Marks the communicator broken with this message (cut to fit), without
