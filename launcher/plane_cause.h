@@ -35,9 +35,10 @@ struct plane_cause {
 	 * or "" */
 	char message[PLANE_TEXT_MAX];
 	/* RANK: the report named another rank at fault: that one is the job's
-	 * root cause, the fields above are the rank that named it.
-	 * culprit_node is -1 until the chief, which knows every node's ranks,
-	 * fills it and culprit_host in. */
+	 * root cause, the fields above are the rank that named it.  A node
+	 * places a culprit of its own (culprit_node, culprit_host); for one
+	 * elsewhere culprit_node is -1 until the chief, which knows every
+	 * node's ranks, fills both in. */
 	bool blamed;
 	int culprit, culprit_node;
 	char culprit_host[PLANE_HOST_MAX];
