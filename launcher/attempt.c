@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "diag.h"
+#include "report.h"
 #include "restart.h"
 
 /* The newest lines of a tail that fit in buf, each ending in '\n'. */
@@ -52,6 +53,7 @@ void attempt_cause(struct runner *r, struct plane_cause *f)
 	snprintf(f->host, sizeof(f->host), "%s", c->host ? c->host : "");
 	snprintf(f->text, sizeof(f->text), "%s", w->note);
 	tail_text(&w->tail, f->tail, sizeof(f->tail));
+	report_fill_cause(r, i, f);
 }
 
 /* Everything in our tree is dead, so every pipe ends in EOF after its

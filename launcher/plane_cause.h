@@ -6,6 +6,7 @@
 #ifndef SLOTRUN_PLANE_CAUSE_H
 #define SLOTRUN_PLANE_CAUSE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define PLANE_HOST_MAX 256
@@ -30,6 +31,17 @@ struct plane_cause {
 	char host[PLANE_HOST_MAX];
 	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why */
 	char tail[PLANE_TAIL_MAX];  /* RANK: its last stderr lines, '\n'-separated */
+	/* RANK: what the rank said of its failure in its report (rank_report.h),
+	 * or "" */
+	char message[PLANE_TEXT_MAX];
+	/* RANK: the report named another rank at fault: that one is the job's
+	 * root cause, the fields above are the rank that named it.  A node
+	 * places a culprit of its own (culprit_node, culprit_host); for one
+	 * elsewhere culprit_node is -1 until the chief, which knows every
+	 * node's ranks, fills both in. */
+	bool blamed;
+	int culprit, culprit_node;
+	char culprit_host[PLANE_HOST_MAX];
 };
 
 #endif

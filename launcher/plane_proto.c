@@ -83,6 +83,11 @@ static void put_cause(struct wbuf *w, const struct plane_cause *c)
 	put_str(w, c->host, sizeof(c->host));
 	put_str(w, c->text, sizeof(c->text));
 	put_str(w, c->tail, sizeof(c->tail));
+	put_str(w, c->message, sizeof(c->message));
+	put_u8(w, c->blamed);
+	put_i32(w, c->culprit);
+	put_i32(w, c->culprit_node);
+	put_str(w, c->culprit_host, sizeof(c->culprit_host));
 }
 
 int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
@@ -234,7 +239,7 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 
 static void get_cause(struct rbuf *r, struct plane_cause *c)
 {
-	unsigned kind = (unsigned)get_u64(r, 1);
+	unsigned kind = (unsigned)get_u64(r, 1), blamed;
 
 	if (kind > PLANE_CAUSE_LOST)
 		r->bad = true;
@@ -247,6 +252,14 @@ static void get_cause(struct rbuf *r, struct plane_cause *c)
 	get_str(r, c->host, sizeof(c->host));
 	get_str(r, c->text, sizeof(c->text));
 	get_str(r, c->tail, sizeof(c->tail));
+	get_str(r, c->message, sizeof(c->message));
+	blamed = (unsigned)get_u64(r, 1);
+	if (blamed > 1)
+		r->bad = true;
+	c->blamed = blamed;
+	c->culprit = get_i32(r);
+	c->culprit_node = get_i32(r);
+	get_str(r, c->culprit_host, sizeof(c->culprit_host));
 }
 
 long plane_frame_len(const unsigned char *buf, size_t have)
@@ -581,6 +594,7 @@ int plane_cause_code(const struct plane_cause *cause)
 
 void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 {
+	char status[48], where[16];
 	const char *abbrev;
 	int sig;
 
@@ -589,11 +603,19 @@ void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 		sig = status_code_signal(cause->code);
 		abbrev = sig ? sigabbrev_np(sig) : NULL;
 		if (sig)
-			snprintf(buf, len, "rank %d on node %d (%s) exit %d (SIG%s)", cause->rank, cause->node,
-				 cause->host, cause->code, abbrev ? abbrev : "?");
+			snprintf(status, sizeof(status), "exit %d (SIG%s)", cause->code, abbrev ? abbrev : "?");
 		else
-			snprintf(buf, len, "rank %d on node %d (%s) exit %d", cause->rank, cause->node,
-				 cause->host, cause->code);
+			snprintf(status, sizeof(status), "exit %d", cause->code);
+		if (!cause->blamed) {
+			snprintf(buf, len, "rank %d on node %d (%s) %s", cause->rank, cause->node, cause->host,
+				 status);
+			return;
+		}
+		snprintf(where, sizeof(where), "%d", cause->culprit_node);
+		snprintf(buf, len, "rank %d on node %s (%s), named by rank %d on node %d (%s) (%s)",
+			 cause->culprit, cause->culprit_node >= 0 ? where : "?",
+			 cause->culprit_node >= 0 ? cause->culprit_host : "?", cause->rank, cause->node,
+			 cause->host, status);
 		return;
 	case PLANE_CAUSE_SIGNAL:
 		abbrev = sigabbrev_np(cause->code);
@@ -658,6 +680,23 @@ struct plane_acts plane_coord_restart_now(struct plane_coord *c)
 	return a;
 }
 
+/* The node of the rank a failing rank named at fault (plane_cause.h), from
+ * every node's slot count: a rank outside the job is no culprit. */
+static void place_culprit(const struct plane_coord_cfg *g, struct plane_cause *f)
+{
+	int base = 0;
+
+	f->culprit_node = -1;
+	f->culprit_host[0] = '\0';
+	for (int k = 0; f->blamed && k < g->nnodes; base += g->slot_counts[k++])
+		if (f->culprit >= base && f->culprit < base + g->slot_counts[k]) {
+			f->culprit_node = k;
+			snprintf(f->culprit_host, sizeof(f->culprit_host), "%s", g->addrs[k]);
+			return;
+		}
+	f->blamed = false;
+}
+
 static bool crash_replaces(const struct plane_coord *c, const struct plane_cause *f, double now)
 {
 	return c->cause.kind == PLANE_CAUSE_RANK && !status_code_signal(c->cause.code) &&
@@ -682,6 +721,7 @@ struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct
 	c->cause = *f;
 	c->cause.node = node;
 	snprintf(c->cause.host, sizeof(c->cause.host), "%s", c->cfg->addrs[node]);
+	place_culprit(c->cfg, &c->cause);
 	return a;
 }
 

@@ -186,7 +186,9 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 /* The join timeout ran out: the job is aborted (2), naming who is missing. */
 struct plane_acts plane_coord_join_timeout(struct plane_coord *c);
 
-/* Node `node` (the chief's own is 0) reports its root cause f at time now. */
+/* Node `node` (the chief's own is 0) reports its root cause f at time now.
+ * A rank f names at fault is placed on its node here; one outside the job
+ * is dropped. */
 struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct plane_cause *f,
 				   double now);
 
@@ -204,7 +206,9 @@ struct plane_acts plane_coord_restart_now(struct plane_coord *c);
 struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *why);
 
 /* "rank 5 on node 2 (10.213.0.3) exit 137 (SIGKILL)", "SIGTERM to node 1
- * (10.213.0.2)", "node 1 (10.213.0.2) lost: connection closed"; "" for none. */
+ * (10.213.0.2)", "node 1 (10.213.0.2) lost: connection closed"; "" for none.
+ * A rank named at fault comes first: "rank 3 on node 1 (10.213.0.2), named
+ * by rank 0 on node 0 (10.213.0.1) (exit 1)". */
 void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len);
 
 /* The status of a job with this root cause when no node said otherwise:

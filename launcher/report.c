@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "rank_report.h"
 #include "summary.h"
 
 /* What was lost on the way, one line each: a log file that failed, a
@@ -52,6 +53,43 @@ static void clear_error_file(struct runner *r)
 		note(r, "slotrun: --error-file %s: cannot remove an earlier run's: %s", path, strerror(-e));
 }
 
+void report_fill_cause(const struct runner *r, int i, struct plane_cause *f)
+{
+	const struct plan *p = r->cfg->plan;
+	struct rank_report rep;
+
+	if (rank_reports_read(&r->reports, p->slots[i].rank, &rep) < 0)
+		return;
+	snprintf(f->message, sizeof(f->message), "%s", rep.message);
+	if (rep.culprit < 0 || rep.culprit == p->slots[i].rank)
+		return;
+	f->culprit = rep.culprit;
+	f->culprit_node = -1;
+	for (int k = 0; k < p->nslots; k++)
+		if (p->slots[k].rank == rep.culprit) {
+			f->culprit_node = p->node_rank;
+			snprintf(f->culprit_host, sizeof(f->culprit_host), "%s", r->cfg->host ? r->cfg->host : "");
+		}
+	/* one node has every rank; on several the chief places it */
+	f->blamed = f->culprit_node >= 0 || r->cfg->plane;
+}
+
+/* The root cause's report, and the worker it names at fault (NULL: none). */
+static const struct sum_worker *root_report(const struct runner *r, struct sum_worker *sw, int root,
+					    struct rank_report *rep)
+{
+	const struct plan *p = r->cfg->plan;
+
+	if (root < 0 || rank_reports_read(&r->reports, p->slots[root].rank, rep) < 0)
+		return NULL;
+	if (rep->message[0])
+		sw[root].message = rep->message;
+	for (int k = 0; k < r->n; k++)
+		if (k != root && p->slots[k].rank == rep->culprit)
+			return &sw[k];
+	return NULL;
+}
+
 void report_print(struct runner *r, int code)
 {
 	const struct runner_cfg *c = r->cfg;
@@ -59,6 +97,7 @@ void report_print(struct runner *r, int code)
 	int n = r->started ? r->n : 0; /* stopped between attempts: none ran */
 	struct sum_worker *sw;
 	struct sum_job job;
+	struct rank_report rep;
 	char *text = NULL;
 	size_t len = 0;
 	FILE *mem;
@@ -91,6 +130,8 @@ void report_print(struct runner *r, int code)
 				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
 				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
 				.attempts = runner_attempts(r), .between = !r->started };
+	if (!cause && n)
+		job.culprit = root_report(r, sw, job.root, &rep);
 	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
 					r->sup.root_cause >= 0 || r->sup.stop_signal))
 		summary_print(mem, &job);

@@ -12,4 +12,10 @@
  * status. */
 void report_print(struct runner *r, int code);
 
+/* Worker i failed and is the root cause f: adds what its failure report
+ * says (rank_report.h), the message and a rank it names at fault.  A rank
+ * outside the job, or itself, is not named; a rank of another node is
+ * placed by the chief (plane_coord_fail). */
+void report_fill_cause(const struct runner *r, int i, struct plane_cause *f);
+
 #endif

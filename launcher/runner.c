@@ -452,6 +452,7 @@ static int setup_loop(struct runner *r)
 		return -ENOMEM;
 	}
 	sup_init(&r->sup, r->n, r->fate, r->code);
+	(void)rank_reports_open(&r->reports); /* without, the workers get no path */
 	all = console_init(&r->cons, r->base, STDOUT_FILENO, STDERR_FILENO, &console_hooks, r) == 0;
 	r->timer = evtimer_new(r->base, on_timer, r);
 	r->backoff = evtimer_new(r->base, on_backoff, r);
@@ -531,6 +532,7 @@ static void teardown(struct runner *r)
 	for (int i = 0; r->w && i < r->n; i++)
 		free(r->w[i].diag);
 	console_free(&r->cons);
+	rank_reports_close(&r->reports);
 	if (r->base)
 		event_base_free(r->base);
 	free(r->w);

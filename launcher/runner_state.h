@@ -15,6 +15,7 @@
 #include "oom.h"
 #include "output.h"
 #include "plane.h"
+#include "rank_report.h"
 #include "runner.h"
 #include "supervisor.h"
 
@@ -73,6 +74,7 @@ struct runner {
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
 	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
+	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an

@@ -8,7 +8,11 @@
 #include <string.h>
 
 #include "io.h"
+#include "quote.h"
 #include "status.h"
+
+/* A worker's report message as one line of the summary. */
+#define SHOWN_MESSAGE_MAX 400
 
 static const char *sig_name(int sig, char *buf, size_t len)
 {
@@ -99,9 +103,30 @@ static int cause_lines(const struct plane_cause *c, char *copy, size_t len, char
 	return n;
 }
 
+/* A rank named at fault by the one that failed: the culprit first, then
+ * the rank that named it, with its status. */
+static void print_blamed_cause(FILE *f, const struct plane_cause *c, const char *when)
+{
+	char msg[QUOTE_SIZE(SHOWN_MESSAGE_MAX)], desc[64];
+
+	if (c->culprit_node >= 0)
+		fprintf(f, "slotrun: job failed: rank %d on node %d (%s), named by rank %d on node %d (%s)%s%s\n",
+			c->culprit, c->culprit_node, c->culprit_host, c->rank, c->node, c->host,
+			c->message[0] ? ": " : "", quote_ctl(msg, sizeof(msg), c->message, SHOWN_MESSAGE_MAX));
+	else
+		fprintf(f, "slotrun: job failed: rank %d, named by rank %d on node %d (%s)%s%s\n", c->culprit,
+			c->rank, c->node, c->host, c->message[0] ? ": " : "",
+			quote_ctl(msg, sizeof(msg), c->message, SHOWN_MESSAGE_MAX));
+	sum_describe_code(c->code, desc, sizeof(desc));
+	fprintf(f, "slotrun: rank %d on node %d (%s) named it: %s at %s, %.3f s after its node's start%s%s\n",
+		c->rank, c->node, c->host, desc, when, (double)c->after_ms / 1000, c->text[0] ? ": " : "",
+		c->text);
+}
+
 static void print_job_cause(FILE *f, const struct plane_cause *c)
 {
 	char line[PLANE_TEXT_MAX + 512], when[32], copy[PLANE_TAIL_MAX], *lines[OUT_TAIL_LINES];
+	char msg[QUOTE_SIZE(SHOWN_MESSAGE_MAX)];
 	struct timespec ts = { c->when_ms / 1000, (c->when_ms % 1000) * 1000000 };
 	int n;
 
@@ -109,8 +134,15 @@ static void print_job_cause(FILE *f, const struct plane_cause *c)
 	switch (c->kind) {
 	case PLANE_CAUSE_RANK:
 		fmt_time(&ts, when, sizeof(when), false);
-		fprintf(f, "slotrun: job failed: %s at %s, %.3f s after its node's start%s%s\n", line, when,
-			(double)c->after_ms / 1000, c->text[0] ? ": " : "", c->text);
+		if (c->blamed) {
+			print_blamed_cause(f, c, when);
+		} else {
+			const char *why = c->text[0] ? c->text : c->message;
+
+			fprintf(f, "slotrun: job failed: %s at %s, %.3f s after its node's start%s%s\n", line,
+				when, (double)c->after_ms / 1000, why[0] ? ": " : "",
+				quote_ctl(msg, sizeof(msg), why, SHOWN_MESSAGE_MAX));
+		}
 		n = cause_lines(c, copy, sizeof(copy), lines, OUT_TAIL_LINES);
 		if (n > 0)
 			print_tail_lines(f, "", c->rank, lines, n);
@@ -181,19 +213,25 @@ void summary_print(FILE *f, const struct sum_job *j)
 		if (j->nworkers > 0)
 			fprintf(f, "slotrun: node %d's ranks:\n", j->node_rank);
 	} else if (j->root >= 0) {
-		const struct sum_worker *r = &j->w[j->root];
-		char **lines;
+		const struct sum_worker *r = &j->w[j->root], *c = j->culprit;
+		const char *why = r->note ? r->note : c ? NULL : r->message;
+		char **lines, msg[QUOTE_SIZE(SHOWN_MESSAGE_MAX)];
 		int n;
 
 		sum_describe_code(r->code, desc, sizeof(desc));
+		if (c)
+			fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d), named by rank %d%s%s\n",
+				c->rank, j->node_rank, c->local_rank, r->rank, r->message ? ": " : "",
+				r->message ? quote_ctl(msg, sizeof(msg), r->message, SHOWN_MESSAGE_MAX) : "");
 		if (r->pid <= 0) /* never started: no pid, no exit time */
 			fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d) did not start: %s\n",
 				r->rank, j->node_rank, r->local_rank, r->note ? r->note : "?");
 		else {
 			fmt_time(&r->when, when, sizeof(when), false);
-			fprintf(f, "slotrun: job failed: rank %d (node %d, local rank %d, pid %d) %s at %s, %.3f s after start%s%s\n",
-				r->rank, j->node_rank, r->local_rank, (int)r->pid, desc, when, r->after_start,
-				r->note ? ": " : "", r->note ? r->note : "");
+			fprintf(f, "slotrun: %srank %d (node %d, local rank %d, pid %d) %s%s at %s, %.3f s after start%s%s\n",
+				c ? "" : "job failed: ", r->rank, j->node_rank, r->local_rank, (int)r->pid,
+				c ? "named it: " : "", desc, when, r->after_start, why ? ": " : "",
+				why ? quote_ctl(msg, sizeof(msg), why, SHOWN_MESSAGE_MAX) : "");
 		}
 		n = r->tail ? out_tail_lines(r->tail, OUT_TAIL_LINES, &lines) : 0;
 		if (n > 0)
@@ -271,6 +309,23 @@ static json_t *tail_json(const struct out_tail *t, int max)
 	return a;
 }
 
+/* The JSON's word for a fate: a hung rank was stopped too, but for being
+ * hung, which the text says as "killed by slotrun for --hang-timeout". */
+static const char *fate_word(enum sup_worker_fate fate)
+{
+	switch (fate) {
+	case SUP_W_RUNNING:
+		return "running";
+	case SUP_W_EXITED:
+		return "exited";
+	case SUP_W_HUNG:
+		return "hung";
+	case SUP_W_STOPPED:
+		break;
+	}
+	return "stopped";
+}
+
 static json_t *worker_json(const struct sum_worker *w)
 {
 	char when[40], sn[32];
@@ -282,17 +337,35 @@ static json_t *worker_json(const struct sum_worker *w)
 		      w->local_rank, "pid", (int)w->pid, "exit_code", w->code, "signal",
 		      sig ? sig_name(sig, sn, sizeof(sn)) : NULL, "time", when, "seconds_after_start",
 		      w->after_start, "fate",
-		      w->fate == SUP_W_RUNNING ? "running" :
-		      w->fate == SUP_W_EXITED  ? "exited" : "stopped");
+		      fate_word(w->fate));
 	if (o && w->note)
 		json_object_set_new(o, "note", line_json(w->note));
 	if (o && w->oom) /* absent otherwise, as the note is */
 		json_object_set_new(o, "oom_killed", json_true());
+	if (o && w->message)
+		json_object_set_new(o, "message", line_json(w->message));
 	if (o && w->diag)
 		json_object_set_new(o, "at_kill", line_json(w->diag));
 	if (o && failed_alone(w))
 		json_object_set_new(o, "stderr_tail", tail_json(w->tail, SUM_OTHER_TAIL_LINES));
 	return o;
+}
+
+/* A rank named at fault is the root cause; the rank that named it, as a
+ * root cause of its own would read (o), is its named_by. */
+static json_t *blamed_json(const struct plane_cause *c, json_t *o)
+{
+	json_t *b = json_pack("{s:s, s:i, s:o, s:o}", "kind", "rank", "rank", c->culprit, "node_rank",
+			      c->culprit_node >= 0 ? json_integer(c->culprit_node) : json_null(), "host",
+			      c->culprit_node >= 0 ? json_string(c->culprit_host) : json_null());
+
+	if (!b)
+		return o;
+	if (c->message[0])
+		json_object_set_new(b, "message", line_json(c->message));
+	json_object_del(o, "kind");
+	json_object_set_new(b, "named_by", o);
+	return b;
 }
 
 static json_t *job_cause_json(const struct plane_cause *c)
@@ -319,11 +392,15 @@ static json_t *job_cause_json(const struct plane_cause *c)
 		json_object_set_new(o, "seconds_after_start", json_real((double)c->after_ms / 1000));
 		if (c->text[0])
 			json_object_set_new(o, "note", line_json(c->text));
+		if (c->message[0])
+			json_object_set_new(o, "message", line_json(c->message));
 		tail = json_array();
 		n = cause_lines(c, copy, sizeof(copy), lines, OUT_TAIL_LINES);
 		for (int i = 0; i < n; i++)
 			json_array_append_new(tail, line_json(lines[i]));
 		json_object_set_new(o, "stderr_tail", tail);
+		if (c->blamed)
+			return blamed_json(c, o);
 		break;
 	case PLANE_CAUSE_SIGNAL:
 		json_object_set_new(o, "signal", json_string(sig_name(c->code, sn, sizeof(sn))));
@@ -354,6 +431,22 @@ static int write_whole(json_t *root, const char *path)
 	return r;
 }
 
+/* The same on one node: the culprit's place, the reporter's record (rc)
+ * as its named_by. */
+static json_t *culprit_json(const struct sum_job *j, json_t *rc)
+{
+	const struct sum_worker *c = j->culprit, *w = &j->w[j->root];
+	json_t *b = json_pack("{s:i, s:i, s:i, s:i}", "rank", c->rank, "node_rank", j->node_rank,
+			      "local_rank", c->local_rank, "pid", (int)c->pid);
+
+	if (!b)
+		return rc;
+	if (w->message)
+		json_object_set_new(b, "message", line_json(w->message));
+	json_object_set_new(b, "named_by", rc);
+	return b;
+}
+
 int summary_write_json(const char *path, const struct sum_job *j)
 {
 	json_t *root = json_object(), *ranks = json_array();
@@ -368,6 +461,8 @@ int summary_write_json(const char *path, const struct sum_job *j)
 
 		json_object_set_new(rc, "node_rank", json_integer(j->node_rank));
 		json_object_set_new(rc, "stderr_tail", tail_json(w->tail, OUT_TAIL_LINES));
+		if (j->culprit)
+			rc = culprit_json(j, rc);
 		json_object_set_new(root, "root_cause", rc);
 	} else {
 		json_object_set_new(root, "root_cause", json_null());

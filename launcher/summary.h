@@ -29,13 +29,17 @@ struct sum_worker {
 	const char *note;          /* e.g. why it could not start, or NULL */
 	const char *diag;          /* lines on what it did when it had to be killed, or NULL */
 	bool oom;                  /* the kernel's OOM killer killed it: note says how sure */
+	const char *message;       /* what its failure report said (rank_report.h), or NULL */
 };
 
 struct sum_job {
 	int node_rank;
 	int nworkers;
 	const struct sum_worker *w;
-	int root;                  /* index of the root cause, or -1 */
+	int root;                  /* index of the rank that failed first, or -1 */
+	/* The rank that one's report named at fault, or NULL: the root
+	 * cause then, named by w[root]. */
+	const struct sum_worker *culprit;
 	int stop_signal;           /* signal that stopped slotrun, or 0 */
 	int exit_code;
 	/* Several nodes: the job's root cause as the chief decided it,

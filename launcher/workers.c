@@ -173,6 +173,31 @@ static void close_cmd_pipe(struct worker *w)
 	w->cmd_open = false;
 }
 
+/* extra (an attempt_env's, at most 4) plus worker i's failure report path
+ * (rank_report.h) under both names, in out (room for 7); the previous
+ * attempt's report is removed first. */
+static char **report_env(const struct runner *r, int i, char *const *extra, char **out,
+			 char vars[2][4200])
+{
+	int n = 0, rank = r->cfg->plan->slots[i].rank;
+	char path[4096];
+
+	while (extra && extra[n]) {
+		out[n] = extra[n];
+		n++;
+	}
+	rank_reports_clear(&r->reports, rank);
+	rank_reports_path(&r->reports, rank, path, sizeof(path));
+	if (path[0]) {
+		snprintf(vars[0], sizeof(vars[0]), "%s=%s", RANK_REPORT_VAR, path);
+		snprintf(vars[1], sizeof(vars[1]), "%s=%s", RANK_REPORT_TORCH_VAR, path);
+		out[n++] = vars[0];
+		out[n++] = vars[1];
+	}
+	out[n] = NULL;
+	return out;
+}
+
 /* Forks worker i (not waiting for its exec): *report is its report pipe.
  * Returns 0 or a negative errno, said and noted, with w->pid 0. */
 static int start_one(struct runner *r, int i, int devnull, char **extra_env, const sigset_t *mask, int *report)
@@ -181,7 +206,7 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	const struct plan_slot *s = &c->plan->slots[i];
 	struct worker *w = &r->w[i];
 	int po[2], pe[2], lo, le, e, cmd_w;
-	char rankbuf[16], fdbuf[16], **argv, **envp;
+	char rankbuf[16], fdbuf[16], **argv, **envp, *env[16], vars[2][4200];
 	struct spawn_req req;
 
 	if ((e = open_logs(r, i, &lo, &le)) < 0)
@@ -197,7 +222,7 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
 	cmd_w = open_cmd_pipe(w, c->wrapped || c->guarded);
 	argv = worker_argv(c, s, rankbuf, cmd_w, fdbuf);
-	envp = plan_envp(s, c->base_env, extra_env);
+	envp = plan_envp(s, c->base_env, report_env(r, i, extra_env, env, vars));
 	req = (struct spawn_req){
 		.path = c->exec_path, .argv = argv, .envp = envp,
 		.stdin_fd = devnull, .stdout_fd = po[1], .stderr_fd = pe[1],

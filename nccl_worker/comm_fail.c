@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "comm_internal.h"
+#include "comm_report.h"
 #include "sock.h"
 #include "transport.h"
 
@@ -36,32 +37,36 @@ void comm_io_phrase(const struct slotcomm *c, int rc, char *buf, size_t len)
 		snprintf(buf, len, "failed: %s", strerror(-rc));
 }
 
-/* Marks the communicator broken, once, and lets the transport tell the
- * peers that wait on it rather than on a socket (transport.h, broken).  a
- * is the failure as the others should hear it; NULL: this rank's c->err,
- * blaming nobody. */
-static void mark_broken(struct slotcomm *c, const struct frame_abort *a)
+/* Marks the communicator broken, once, leaves the failure report for the
+ * launcher (comm_report.h) and lets the transport tell the peers that wait
+ * on it rather than on a socket (transport.h, broken).  a is the failure as
+ * the others should hear it; NULL: this rank's c->err, blaming nobody.
+ * culprit: the rank at fault, which the report names, or -1. */
+static void mark_broken(struct slotcomm *c, const struct frame_abort *a, int culprit)
 {
 	struct frame_abort own = { .origin = c->rank, .culprit = -1 };
 
 	if (c->broken)
 		return;
 	c->broken = 1;
-	if (!c->tp || !c->tp->broken)
-		return;
-	if (!a) {
-		snprintf(own.reason, sizeof(own.reason), "%s", c->err);
-		a = &own;
+	if (c->tp && c->tp->broken) {
+		if (!a) {
+			snprintf(own.reason, sizeof(own.reason), "%s", c->err);
+			a = &own;
+		}
+		c->tp->broken(c, a);
 	}
-	c->tp->broken(c, a);
+	/* after the peers were told: a slow file system delays nobody else */
+	(void)comm_report_write(c->err, culprit >= 0 && culprit < c->size && culprit != c->rank ?
+				culprit : -1);
 }
 
 /* Marks the communicator broken with this message (cut to fit), without
- * telling anyone over the control plane; a as for mark_broken. */
-static void set_err(struct slotcomm *c, const struct frame_abort *a, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+ * telling anyone over the control plane; a and culprit as for mark_broken. */
+static void set_err(struct slotcomm *c, const struct frame_abort *a, int culprit, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
-static void set_err(struct slotcomm *c, const struct frame_abort *a, const char *fmt, ...)
+static void set_err(struct slotcomm *c, const struct frame_abort *a, int culprit, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -70,7 +75,7 @@ static void set_err(struct slotcomm *c, const struct frame_abort *a, const char 
 	va_start(ap, fmt);
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
-	mark_broken(c, a);
+	mark_broken(c, a, culprit);
 }
 
 int comm_usable(struct slotcomm *c)
@@ -139,7 +144,7 @@ int comm_fail(struct slotcomm *c, int rc, int culprit, const char *fmt, ...)
 	vsnprintf(c->err, sizeof(c->err), fmt, ap);
 	va_end(ap);
 	snprintf(a.reason, sizeof(a.reason), "%s", c->err);
-	mark_broken(c, &a);
+	mark_broken(c, &a, culprit);
 	broadcast_abort(c, &a, -1);
 	return rc;
 }
@@ -148,7 +153,7 @@ int comm_fail_abort(struct slotcomm *c, int from, const struct frame_abort *a, c
 {
 	if (c->broken)
 		return -ECONNABORTED;
-	set_err(c, a, "%s aborted: rank %d reports: %s", what, a->origin, a->reason);
+	set_err(c, a, a->culprit, "%s aborted: rank %d reports: %s", what, a->origin, a->reason);
 	if (c->rank == 0)
 		broadcast_abort(c, a, from);
 	return -ECONNABORTED;
@@ -326,7 +331,7 @@ static int chief_verdict(struct slotcomm *c, const struct frame_abort *report, i
 		snprintf(v.reason, sizeof(v.reason), "%s", own), v.culprit = own_suspect;
 	else
 		return comm_fail_abort(c, from, &first, what);
-	set_err(c, &v, "%s", v.reason);
+	set_err(c, &v, v.culprit, "%s", v.reason);
 	broadcast_abort(c, &v, -1);
 	return -ETIMEDOUT;
 }
@@ -372,7 +377,7 @@ int comm_fail_timeout(struct slotcomm *c, int suspect, const char *what, const c
 		if (ms == 0) {
 			/* Rank 0 neither answered nor sent anything: it is the one
 			 * not taking part (stuck, or busy outside the library). */
-			set_err(c, NULL, "peer rank 0 did not answer this rank's timeout report either "
+			set_err(c, NULL, 0, "peer rank 0 did not answer this rank's timeout report either "
 				"(stuck?); the timeout: %s", a.reason);
 			return -ETIMEDOUT;
 		}
@@ -388,7 +393,7 @@ int comm_fail_timeout(struct slotcomm *c, int suspect, const char *what, const c
 			int rc = k == 0 ? SOCK_EOF : -errno;
 
 			comm_io_phrase(c, rc, phrase, sizeof(phrase));
-			set_err(c, NULL, "peer rank 0 %s during %s", phrase, what);
+			set_err(c, NULL, 0, "peer rank 0 %s during %s", phrase, what);
 			return rc;
 		}
 		if (k < FRAME_HDR_LEN || frame_decode_hdr(hdr, UINT64_MAX, &h, &why) < 0 ||
@@ -397,7 +402,8 @@ int comm_fail_timeout(struct slotcomm *c, int suspect, const char *what, const c
 		(void)recv(c->ctl[0], hdr, sizeof(hdr), MSG_DONTWAIT);
 		return comm_take_abort(c, 0, &h, what);
 	}
-	set_err(c, NULL, "%s", a.reason);
+	/* only a suspicion: the rank we waited on may wait on another */
+	set_err(c, NULL, -1, "%s", a.reason);
 	return -ETIMEDOUT;
 }
 

@@ -4,6 +4,7 @@ newlines is progress, a hung rank's root cause carries the time slotrun
 decided and says slotrun killed it, and a finished job that waits out the
 grace for a leftover process says what it waits for."""
 
+import json
 import os
 import re
 import signal
@@ -29,12 +30,18 @@ def dots_without_newlines_are_progress():
 
 @case
 def a_silent_rank_is_still_hung():
-    p = Proc([SR, "--slots", "2", "--grace", "1", "--hang-timeout", "1", "--", "sh", "-c",
+    ef = f"{TMP}/silent.json"
+    p = Proc([SR, "--slots", "2", "--grace", "1", "--hang-timeout", "1", "--error-file", ef,
+              "--", "sh", "-c",
               'if [ "$RANK" = 0 ]; then exec sleep 60; fi; while :; do printf .; sleep 0.1; done'],
              environ=job_env())
     code = p.finish(30)
     assert code == 124, p.err[-2000:]
     assert b"job failed: rank 0 (node 0, local rank 0" in p.err, p.err[-2000:]
+    # the JSON gives the hung rank's fate as the text does, not as "stopped"
+    doc = json.load(open(ef))
+    assert doc["root_cause"]["rank"] == 0 and doc["root_cause"]["fate"] == "hung", doc
+    assert [r["fate"] for r in doc["ranks"]] == ["hung", "stopped"], doc
 
 
 def decided_at(err):

@@ -77,8 +77,11 @@ def pstr(s):
     return struct.pack(">H", len(s)) + s
 
 
-def cause(kind=1, node=1, rank=3, code=4, host="10.0.0.2", text="", tail="boom\n"):
-    return struct.pack(">BiiiQQ", kind, node, rank, code, 1700000000000, 1500) + pstr(host) + pstr(text) + pstr(tail)
+def cause(kind=1, node=1, rank=3, code=4, host="10.0.0.2", text="", tail="boom\n", message="",
+          blamed=0, culprit=0, culprit_node=0, culprit_host=""):
+    return (struct.pack(">BiiiQQ", kind, node, rank, code, 1700000000000, 1500) + pstr(host) + pstr(text)
+            + pstr(tail) + pstr(message) + struct.pack(">Bii", blamed, culprit, culprit_node)
+            + pstr(culprit_host))
 
 
 NONCE, MAC = bytes(range(32)), bytes(range(32, 64))
@@ -98,6 +101,10 @@ put("plane_proto", "http", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 put("plane_proto", "short_payload", frame(8, b"\0\0"))
 put("plane_proto", "string_with_nul", frame(4, pstr(b"a\0b")))
 put("plane_proto", "bad_cause_kind", frame(7, cause(kind=9)))
+put("plane_proto", "blamed_cause", frame(7, cause(message="peer rank 5 did not answer", blamed=1, culprit=5,
+                                                  culprit_node=-1))
+    + frame(13, struct.pack(">i", 1) + cause(blamed=1, culprit=5, culprit_node=2, culprit_host="10.0.0.3")))
+put("plane_proto", "bad_cause_blamed", frame(7, cause(blamed=2)))
 put("plane_proto", "signal_out_of_range", frame(8, struct.pack(">i", 4096)))
 put("plane_proto", "half_frame", frame(14)[:3])
 

@@ -31,6 +31,11 @@ static struct plane_cause sample_cause(void)
 	strcpy(c.host, "10.213.0.3");
 	strcpy(c.text, "a note");
 	strcpy(c.tail, "Traceback\nValueError: bad\n");
+	strcpy(c.message, "peer rank 1 did not answer");
+	c.blamed = true;
+	c.culprit = 1;
+	c.culprit_node = 0;
+	strcpy(c.culprit_host, "10.213.0.1");
 	return c;
 }
 
@@ -367,6 +372,30 @@ Test(plane_coord, the_first_failure_stops_every_node_and_decides_the_status)
 	cr_assert_eq(co.cause.node, 2);
 }
 
+Test(plane_coord, the_chief_places_a_rank_named_at_fault_on_its_node)
+{
+	struct plane_cause f = rank_fail(0, 1);
+
+	all_in();
+	f.blamed = true;
+	f.culprit = 3;          /* nodes hold ranks 0-1, 2-3, 4-5 */
+	f.culprit_node = -1;
+	plane_coord_fail(&co, 0, &f, 10.0);
+	cr_assert(co.cause.blamed);
+	cr_assert_eq(co.cause.culprit, 3);
+	cr_assert_eq(co.cause.culprit_node, 1);
+	cr_assert_str_eq(co.cause.culprit_host, "10.213.0.2");
+
+	f.culprit = 6;          /* outside the job: nobody is blamed */
+	f.culprit_node = 2;
+	strcpy(f.culprit_host, "forged");
+	plane_coord_fail(&co, 0, &f, 10.1); /* the node refines its own cause */
+	cr_assert(!co.cause.blamed);
+	cr_assert_eq(co.cause.culprit_node, -1);
+	cr_assert_str_eq(co.cause.culprit_host, "");
+	cr_assert_eq(co.cause.rank, 0);
+}
+
 Test(plane_coord, a_crash_soon_after_beats_a_peer_that_merely_exited)
 {
 	struct plane_cause first = rank_fail(1, 1), crash = rank_fail(4, 137), late = rank_fail(3, 139);
@@ -503,6 +532,12 @@ Test(plane_coord, cause_lines)
 	struct plane_cause c = sample_cause();
 	char line[256];
 
+	plane_cause_line(&c, line, sizeof(line));
+	cr_assert_str_eq(line, "rank 1 on node 0 (10.213.0.1), named by rank 5 on node 2 (10.213.0.3) (exit 4)");
+	c.culprit_node = -1;
+	plane_cause_line(&c, line, sizeof(line));
+	cr_assert_str_eq(line, "rank 1 on node ? (?), named by rank 5 on node 2 (10.213.0.3) (exit 4)");
+	c.blamed = false;
 	plane_cause_line(&c, line, sizeof(line));
 	cr_assert_str_eq(line, "rank 5 on node 2 (10.213.0.3) exit 4");
 	c.code = 137;

@@ -592,6 +592,103 @@ LEAK_TEST(summary, the_text_names_the_root_cause_its_lines_and_every_other_rank)
 	tzset();
 }
 
+/* ---- a rank named at fault by the one that failed (rank_report.h) ---- */
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+LEAK_TEST(summary, a_rank_named_at_fault_heads_the_text_and_the_json)
+{
+	struct sum_job j = three_ranks();
+	json_t *root, *rc, *by;
+	char *text;
+
+	setenv("TZ", "UTC0", 1);
+	tzset();
+	w[1].message = "peer rank 3 did not answer\nwithin 2s";
+	j.culprit = &w[0];
+	text = printed(&j);
+	cr_assert(starts_with(text,
+			      "slotrun: job failed: rank 3 (node 1, local rank 0), named by rank 4: "
+			      "peer rank 3 did not answer\\x0awithin 2s\n"
+			      "slotrun: rank 4 (node 1, local rank 1, pid 1001) named it: exit 3 at 22:13:20.123, "
+			      "2.500 s after start\n"
+			      "slotrun: last 3 lines of rank 4's stderr:\n"), "%s", text);
+	cr_assert(strstr(text, "slotrun:   rank 3 (local rank 0, pid 1000): exit 143 (SIGTERM), stopped by slotrun\n"),
+		  "the culprit's own fate among the others: %s", text);
+	free(text);
+
+	root = write_and_load(&j);
+	rc = get(root, "root_cause");
+	KEYS(rc, "rank", "node_rank", "local_rank", "pid", "message", "named_by");
+	cr_assert_eq(get_int(rc, "rank"), 3);
+	cr_assert_eq(get_int(rc, "node_rank"), 1);
+	cr_assert_eq(get_int(rc, "pid"), 1000);
+	cr_assert_str_eq(get_str(rc, "message"), "peer rank 3 did not answer\nwithin 2s");
+	by = get(rc, "named_by");
+	cr_assert_eq(get_int(by, "rank"), 4);
+	cr_assert_eq(get_int(by, "exit_code"), 3);
+	cr_assert_str_eq(get_str(by, "message"), "peer rank 3 did not answer\nwithin 2s");
+	LINES(get(by, "stderr_tail"), "loading", "Traceback: boom", "ValueError: bad");
+	json_decref(root);
+	unsetenv("TZ");
+	tzset();
+}
+
+LEAK_TEST(summary, a_rank_named_at_fault_on_another_node_heads_the_job_cause)
+{
+	struct sum_job j = three_ranks();
+	json_t *root, *rc, *by;
+	char *text;
+
+	setenv("TZ", "UTC0", 1);
+	tzset();
+	rank_cause(&cause, 0, "node-a", 1, 1);
+	snprintf(cause.message, sizeof(cause.message), "peer rank 4 did not answer");
+	cause.blamed = true;
+	cause.culprit = 4;
+	cause.culprit_node = 1;
+	snprintf(cause.culprit_host, sizeof(cause.culprit_host), "node-b");
+	j.job = &cause;
+	text = printed(&j);
+	cr_assert(starts_with(text,
+			      "slotrun: job failed: rank 4 on node 1 (node-b), named by rank 1 on node 0 (node-a): "
+			      "peer rank 4 did not answer\n"
+			      "slotrun: rank 1 on node 0 (node-a) named it: exit 1 at 22:13:20.123, 1.250 s after its "
+			      "node's start\n"), "%s", text);
+	free(text);
+
+	root = write_and_load(&j);
+	rc = get(root, "root_cause");
+	KEYS(rc, "kind", "rank", "node_rank", "host", "message", "named_by");
+	cr_assert_str_eq(get_str(rc, "kind"), "rank");
+	cr_assert_eq(get_int(rc, "rank"), 4);
+	cr_assert_eq(get_int(rc, "node_rank"), 1);
+	cr_assert_str_eq(get_str(rc, "host"), "node-b");
+	by = get(rc, "named_by");
+	KEYS(by, "node_rank", "host", "rank", "exit_code", "signal", "time", "seconds_after_start", "message",
+	     "stderr_tail");
+	cr_assert_eq(get_int(by, "rank"), 1);
+	cr_assert_eq(get_int(by, "exit_code"), 1);
+	json_decref(root);
+	unsetenv("TZ");
+	tzset();
+}
+
+LEAK_TEST(summary, a_hung_rank_has_the_fate_hung_in_the_json)
+{
+	struct sum_job j = three_ranks();
+	json_t *root;
+
+	w[1].fate = SUP_W_HUNG;
+	root = write_and_load(&j);
+	cr_assert_str_eq(get_str(get(root, "root_cause"), "fate"), "hung");
+	cr_assert_str_eq(get_str(json_array_get(get(root, "ranks"), 1), "fate"), "hung");
+	json_decref(root);
+}
+
 LEAK_TEST(summary, the_text_lists_the_attempts_before_and_says_when_a_restart_succeeded)
 {
 	struct sum_job j = three_ranks();
