@@ -60,6 +60,10 @@ struct plane_hooks {
 	 * job's root cause (kind NONE on success, or when aborted before the
 	 * start, in which case the plane has said the reason through say). */
 	void (*end)(void *arg, int code, const struct plane_cause *cause);
+	/* Stop (pause true) or continue this node's workers, the job being
+	 * paused because a node's slotrun was stopped from its terminal (or
+	 * resumed once none is).  Returns how many ranks that was. */
+	int (*pause)(void *arg, bool pause);
 	/* One line for slotrun's stderr ("slotrun: ...", no newline).  It must
 	 * not block: the runner queues it behind what is already queued, so
 	 * an unread stderr never stalls the plane and no line overtakes
@@ -81,6 +85,16 @@ void plane_local_fail(struct plane *p, const struct plane_cause *f);
 
 /* This node's slotrun received sig; stops: it is TERM or INT. */
 void plane_local_signal(struct plane *p, int sig, bool stops);
+
+/* This node's slotrun received sig (SIGTSTP), stopped its workers and is
+ * about to stop itself: the other nodes pause their workers, and its
+ * silence is not counted until it is continued (plane_conn_pause). */
+void plane_local_pause(struct plane *p, int sig);
+
+/* This node's slotrun was continued after plane_local_pause: nothing it
+ * missed while stopped counts as the others' silence.  The job resumes,
+ * this node's workers with it (the pause hook), once no node is stopped. */
+void plane_local_resume(struct plane *p);
 
 /* This node's workers are all reaped; code is what the node alone would
  * exit with. */

@@ -19,7 +19,7 @@
 
 /* The signals slotrun handles on its loop: blocked while workers are
  * forked, set back to their defaults in the workers. */
-#define RUNNER_NSIGNALS 7
+#define RUNNER_NSIGNALS 8
 extern const int runner_signals[RUNNER_NSIGNALS];
 
 struct runner;
@@ -68,6 +68,8 @@ struct runner {
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
+	bool paused;                 /* the workers are stopped: a terminal stop, here or on another node */
+	double paused_at;            /* ... since this clock_mono() */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
