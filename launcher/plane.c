@@ -90,8 +90,9 @@ void plane_local_pause(struct plane *p, int sig)
 void plane_local_resume(struct plane *p)
 {
 	plane_conn_woke(p);
-	if (p->ended) {
-		plane_resume_here(p, p->cfg->node_rank);
+	if (p->ended) { /* the job is over: our workers go on to their end */
+		if (p->h->pause)
+			(void)p->h->pause(p->arg, false);
 		return;
 	}
 	if (p->chief)

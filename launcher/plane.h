@@ -7,8 +7,9 @@
  *
  * Contract for the runner: nothing starts until the start hook; the stop,
  * signal and end hooks come from other nodes (or the chief's decision); the
- * runner reports its own failures, stop signals and the moment its workers
- * are all reaped, and exits when the end hook says, with its code. */
+ * runner reports its own failures, stop signals, terminal stops and the
+ * moment its workers are all reaped, and exits when the end hook says, with
+ * its code. */
 #ifndef SLOTRUN_PLANE_H
 #define SLOTRUN_PLANE_H
 

@@ -11,6 +11,7 @@ deadline; holding a job stopped for longer than a timeout is the case
 itself, checked as "nothing exits meanwhile"."""
 
 import os
+import re
 import signal
 import tempfile
 
@@ -218,8 +219,10 @@ def killed_while_paused(victim):
         others = pause(job, victim)
         job.procs[victim].signal(signal.SIGKILL)
         job.expect_exit([1, 1], others, timeout=30)
-        job.assert_err_everywhere(f"node {victim} ({job.cl.addr(victim)}) lost: connection closed",
-                                  nodes=others)
+        # closed, or reset where the victim's kernel still held bytes it had not read
+        lost = re.compile(rb"job failed: node %d \(%s\) lost: (connection closed|Connection reset by peer)\n"
+                          % (victim, re.escape(job.cl.addr(victim).encode())))
+        assert all(lost.search(job.err(i)) for i in others), job.describe()
         job.expect_exit([-signal.SIGKILL], [victim], timeout=10)
         job.assert_nothing_left()   # the stopped workers died with their slotrun
 
@@ -232,6 +235,17 @@ def a_node_killed_while_paused_is_lost_and_the_job_ends():
 @case
 def a_chief_killed_while_paused_is_lost_and_the_job_ends():
     killed_while_paused(0)
+
+
+@case
+def a_paused_node_whose_host_goes_away_is_lost():
+    # its kernel no longer answers the keepalive probes that watch it
+    with job_on(3, "tc") as job:
+        start_job(job)
+        others = pause(job, 1)
+        job.cl.cut(1)
+        job.expect_exit([1, 1], others, timeout=60)
+        job.assert_err_everywhere(f"node 1 ({job.cl.addr(1)}) lost", nodes=others)
 
 
 if __name__ == "__main__":
