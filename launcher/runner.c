@@ -341,12 +341,12 @@ static void on_terminal_stop(struct runner *r, int sig)
 	}
 	n = pause_workers(r);
 	if (r->plane) {
-		note(r, "slotrun: stopped (SIG%s): %d ranks stopped here, the job's other nodes pause too; "
-		     "fg or kill -CONT %d resumes the job", abbrev, n, (int)r->self);
+		note(r, "slotrun: stopped (SIG%s): %d rank%s stopped here, the job's other nodes pause too; "
+		     "fg or kill -CONT %d resumes the job", abbrev, n, n == 1 ? "" : "s", (int)r->self);
 		plane_local_pause(r->plane, sig);
 	} else {
-		note(r, "slotrun: stopped (SIG%s): %d ranks stopped; fg or kill -CONT %d resumes them", abbrev, n,
-		     (int)r->self);
+		note(r, "slotrun: stopped (SIG%s): %d rank%s stopped; fg or kill -CONT %d resumes %s", abbrev, n,
+		     n == 1 ? "" : "s", (int)r->self, n == 1 ? "it" : "them");
 	}
 	/* the line goes out before we stop, as far as stderr takes it now */
 	console_flush(&r->cons);
@@ -355,7 +355,7 @@ static void on_terminal_stop(struct runner *r, int sig)
 		plane_local_resume(r->plane);
 	} else {
 		n = resume_workers(r);
-		note(r, "slotrun: continued: %d ranks continued", n);
+		note(r, "slotrun: continued: %d rank%s continued", n, n == 1 ? "" : "s");
 	}
 }
 
