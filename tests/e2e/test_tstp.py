@@ -2,20 +2,26 @@
 """A terminal stop (Ctrl-Z: SIGTSTP to slotrun) as a shell's job control
 does it: every process of the job stops with slotrun, slotrun says so and
 stops itself, and SIGCONT (fg) continues them all; the stopped time counts
-neither for --hang-timeout nor as a node's silence.  On several nodes the
-whole job pauses and resumes; a node that is SIGKILLed while paused is
-still seen as lost by the others.
+neither for --hang-timeout nor as a node's silence.  Ctrl-Z is typed on a
+pseudo-terminal once, as a user would; the other cases send SIGTSTP.  A
+slotrun SIGKILLed while stopped takes its stopped processes with it.  On
+several nodes the whole job pauses and resumes; a node that is SIGKILLed
+(or whose host goes away) while paused is still seen as lost by the
+others.
 
 A process is stopped when /proc/PID/stat says T.  Every wait has a
 deadline; holding a job stopped for longer than a timeout is the case
 itself, checked as "nothing exits meanwhile"."""
 
 import os
+import pty
 import re
+import select
 import signal
 import tempfile
+import time
 
-from harness import Proc, binary, case, job_env, run, wait_for
+from harness import Proc, binary, case, job_env, kill_pids, pid_alive, pids_with_env, run, wait_for
 from jobs import Job, clean_env, job_on
 
 SR = binary("slotrun")
@@ -127,6 +133,111 @@ def sigtstp_stops_every_worker_and_sigcont_resumes_them():
             assert b"[rank=%d] line %d\n" % (r, i) in p.out, p.out[-2000:]
         assert b"[rank=%d] done\n" % r in p.out, p.out[-2000:]
     assert b"--hang-timeout" not in p.err and b"not by slotrun" not in p.err, p.err[-2000:]
+
+
+class Terminal:
+    """argv on a pseudo-terminal of its own, as a shell's foreground job:
+    it leads the session and the terminal's foreground group, so Ctrl-Z
+    typed there is the kernel's SIGTSTP to it."""
+
+    def __init__(self, argv, env):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            try:
+                os.execve(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.out = b""
+
+    def read_until(self, pred, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not pred(self.out):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {what}; terminal: {self.out[-2000:]!r}")
+            r, _, _ = select.select([self.fd], [], [], left)
+            if r:
+                try:
+                    chunk = os.read(self.fd, 1 << 16)
+                except OSError:   # EIO: every writer is gone
+                    chunk = b""
+                if not chunk:
+                    if pred(self.out):
+                        return
+                    raise AssertionError(f"the terminal closed before {what}; terminal: {self.out[-2000:]!r}")
+                self.out += chunk
+
+    def wait(self, flags, timeout, what):
+        """The next wait status waitpid(flags) reports."""
+        def reported():
+            pid, status = os.waitpid(self.pid, flags | os.WNOHANG)
+            return (status,) if pid else None
+        return wait_for(reported, timeout, what)[0]
+
+    def type(self, data):
+        os.write(self.fd, data)
+
+    def close(self):
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(self.fd)
+
+
+@case
+def ctrl_z_on_a_terminal_stops_the_job_as_a_shell_sees_it():
+    d = tempfile.mkdtemp(dir=TMP)
+    fifos(d, range(2))
+    t = Terminal([SR, "--slots", "2", "--grace", "1", "--", "sh", "-c", WAIT_THEN_COUNT],
+                 job_env({"D": d}))
+    try:
+        t.read_until(lambda o: o.count(b"ready") == 2, 30, "both ranks ready")
+        t.type(b"\x1a")   # Ctrl-Z
+        # what a shell's waitpid(WUNTRACED) sees
+        status = t.wait(os.WUNTRACED, 10, "slotrun to stop")
+        assert os.WIFSTOPPED(status), status
+        assert all_stopped(t.pid), not_stopped(t.pid)
+        t.read_until(lambda o: b"slotrun: stopped (SIGTSTP): 2 ranks stopped; fg or kill -CONT %d" % t.pid
+                     in o, 10, "the stop said")
+        os.kill(t.pid, signal.SIGCONT)   # fg
+        for r in range(2):
+            wait_for(release(d, r), 10, f"rank {r} to wait for its word")
+        t.read_until(lambda o: o.count(b"done") == 2, 30, "both ranks done")
+        status = t.wait(0, 30, "slotrun to exit")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, (status, t.out[-2000:])
+        t.pid = 0
+    finally:
+        if t.pid:
+            t.close()
+        else:
+            os.close(t.fd)
+    assert b"slotrun: continued: 2 ranks continued" in t.out, t.out[-2000:]
+
+
+@case
+def slotrun_killed_while_stopped_leaves_nothing_behind():
+    d = tempfile.mkdtemp(dir=TMP)
+    fifos(d, range(2))
+    p = Proc([SR, "--slots", "2", "--grace", "1", "--", "sh", "-c", WAIT_THEN_COUNT],
+             environ=job_env({"D": d}))
+    try:
+        p.wait_output(lambda s: s.out.count(b"ready") == 2, 30, "both ranks ready")
+        job = pids_with_env("", D=d)
+        assert job, "no process of the job found"
+        p.signal(signal.SIGTSTP)
+        wait_for(lambda: all_stopped(p.pid), 10, "slotrun and every worker process stopped")
+        p.signal(signal.SIGKILL)
+        wait_for(lambda: not any(pid_alive(q) for q in pids_with_env("", D=d)), 10,
+                 "every stopped process of the job to die with slotrun")
+        assert p.finish(10) == -signal.SIGKILL
+    finally:
+        p.kill()
+        kill_pids(pids_with_env("", D=d))
 
 
 @case
