@@ -318,7 +318,7 @@ static const char *no_pause(const struct runner *r)
 {
 	if (r->self == 1)
 		return "slotrun is PID 1, which cannot be stopped";
-	if (!r->started)
+	if (!r->started || r->sup.live == 0)
 		return "no worker is running";
 	if (r->sup.state != SUP_RUNNING)
 		return "the job is ending";
