@@ -52,6 +52,8 @@ struct runner {
 	pid_t self;
 	double t0;                   /* clock_mono() when the attempt started */
 	struct console cons;         /* slotrun's stdout and stderr */
+	bool paused;                 /* the workers are stopped: a terminal stop, here or on another node */
+	double paused_at;            /* ... since this clock_mono() */
 	sigset_t orig_mask;          /* the signal mask slotrun was started with */
 	struct plane *plane;         /* several nodes, else NULL */
 	bool started;                /* the workers were started */
@@ -68,8 +70,6 @@ struct runner {
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
 	struct sup_actions held;     /* ... which waits with these */
-	bool paused;                 /* the workers are stopped: a terminal stop, here or on another node */
-	double paused_at;            /* ... since this clock_mono() */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
