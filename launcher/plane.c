@@ -85,6 +85,7 @@ void plane_local_pause(struct plane *p, int sig)
 		plane_chief_local_pause(p, sig);
 	else
 		plane_member_local_pause(p, sig);
+	plane_conn_flush_now(p, PLANE_PAUSE_FLUSH);
 }
 
 void plane_local_resume(struct plane *p)

@@ -29,6 +29,9 @@
  * dropped; at most PLANE_MAX_PENDING are held at once. */
 #define PLANE_AUTH_DEADLINE 10.0
 #define PLANE_MAX_PENDING 16
+/* A node about to stop (a terminal stop) waits at most this many seconds
+ * for its PAUSE messages to be written. */
+#define PLANE_PAUSE_FLUSH 1.0
 
 struct plane_cfg {
 	int nnodes, node_rank;

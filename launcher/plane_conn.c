@@ -301,6 +301,29 @@ void plane_conn_pause(struct conn *c, bool paused)
 	(void)setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 }
 
+void plane_conn_flush_now(struct plane *p, double seconds)
+{
+	double deadline = clock_mono() + seconds;
+
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next; /* a loss unlinks c */
+		while (c->fd >= 0 && !c->connecting && c->out_off < c->out_len) {
+			struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+			double left = deadline - clock_mono();
+			int n;
+
+			if (left <= 0)
+				return;
+			n = poll(&pf, 1, (int)(left * 1000) + 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return;
+			conn_flush(c);
+		}
+	}
+}
+
 void plane_conn_woke(struct plane *p)
 {
 	double now = clock_mono();

@@ -64,6 +64,11 @@ void plane_conn_send(struct conn *c, const struct plane_msg *m);
  * about twice the heartbeat timeout. */
 void plane_conn_pause(struct conn *c, bool paused);
 
+/* Writes what is queued on every connection now, waiting up to seconds in
+ * all: the last words before our own slotrun stops (it sends nothing while
+ * stopped).  A connection that fails meanwhile is lost, as on the loop. */
+void plane_conn_flush_now(struct plane *p, double seconds);
+
 /* Our own slotrun was stopped and is continued: what it did not read
  * meanwhile is no silence of the peers', so every peer counts as heard
  * now. */
