@@ -77,6 +77,31 @@ void plane_local_signal(struct plane *p, int sig, bool stops)
 		plane_member_local_signal(p, sig, stops);
 }
 
+void plane_local_pause(struct plane *p, int sig)
+{
+	if (p->ended)
+		return;
+	if (p->chief)
+		plane_chief_local_pause(p, sig);
+	else
+		plane_member_local_pause(p, sig);
+	plane_conn_flush_now(p, PLANE_PAUSE_FLUSH);
+}
+
+void plane_local_resume(struct plane *p)
+{
+	plane_conn_woke(p);
+	if (p->ended) { /* the job is over: our workers go on to their end */
+		if (p->h->pause)
+			(void)p->h->pause(p->arg, false);
+		return;
+	}
+	if (p->chief)
+		plane_chief_local_resume(p);
+	else
+		plane_member_local_resume(p);
+}
+
 void plane_local_done(struct plane *p, int code)
 {
 	if (p->ended)

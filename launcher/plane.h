@@ -7,8 +7,9 @@
  *
  * Contract for the runner: nothing starts until the start hook; the stop,
  * signal and end hooks come from other nodes (or the chief's decision); the
- * runner reports its own failures, stop signals and the moment its workers
- * are all reaped, and exits when the end hook says, with its code. */
+ * runner reports its own failures, stop signals, terminal stops and the
+ * moment its workers are all reaped, and exits when the end hook says, with
+ * its code. */
 #ifndef SLOTRUN_PLANE_H
 #define SLOTRUN_PLANE_H
 
@@ -28,6 +29,9 @@
  * dropped; at most PLANE_MAX_PENDING are held at once. */
 #define PLANE_AUTH_DEADLINE 10.0
 #define PLANE_MAX_PENDING 16
+/* A node about to stop (a terminal stop) waits at most this many seconds
+ * for its PAUSE messages to be written. */
+#define PLANE_PAUSE_FLUSH 1.0
 
 struct plane_cfg {
 	int nnodes, node_rank;
@@ -60,6 +64,10 @@ struct plane_hooks {
 	 * job's root cause (kind NONE on success, or when aborted before the
 	 * start, in which case the plane has said the reason through say). */
 	void (*end)(void *arg, int code, const struct plane_cause *cause);
+	/* Stop (pause true) or continue this node's workers, the job being
+	 * paused because a node's slotrun was stopped from its terminal (or
+	 * resumed once none is).  Returns how many ranks that was. */
+	int (*pause)(void *arg, bool pause);
 	/* One line for slotrun's stderr ("slotrun: ...", no newline).  It must
 	 * not block: the runner queues it behind what is already queued, so
 	 * an unread stderr never stalls the plane and no line overtakes
@@ -81,6 +89,16 @@ void plane_local_fail(struct plane *p, const struct plane_cause *f);
 
 /* This node's slotrun received sig; stops: it is TERM or INT. */
 void plane_local_signal(struct plane *p, int sig, bool stops);
+
+/* This node's slotrun received sig (SIGTSTP), stopped its workers and is
+ * about to stop itself: the other nodes pause their workers, and its
+ * silence is not counted until it is continued (plane_conn_pause). */
+void plane_local_pause(struct plane *p, int sig);
+
+/* This node's slotrun was continued after plane_local_pause: nothing it
+ * missed while stopped counts as the others' silence.  The job resumes,
+ * this node's workers with it (the pause hook), once no node is stopped. */
+void plane_local_resume(struct plane *p);
 
 /* This node's workers are all reaped; code is what the node alone would
  * exit with. */

@@ -66,6 +66,32 @@ static void do_signal(struct plane *p, const struct plane_acts *a)
 		p->h->signal(p->arg, a->signal);
 }
 
+/* A node was stopped: every other node pauses.  Or one was continued
+ * while another is still stopped: it hears which. */
+static void do_pause(struct plane *p, const struct plane_acts *a)
+{
+	struct plane_msg m = { .type = PLANE_PAUSE, .sig = a->pause, .node = a->pause_node };
+
+	if (a->still) {
+		if (a->origin == 0)
+			plane_pause_here(p, a->pause, a->pause_node);
+		else if (p->by_node[a->origin])
+			plane_conn_send(p->by_node[a->origin], &m);
+		return;
+	}
+	broadcast(p, &m, a->origin);
+	if (a->origin != 0)
+		plane_pause_here(p, a->pause, a->pause_node);
+}
+
+/* No node is stopped any more: every node continues, the last one
+ * continued too (it waited for this). */
+static void do_resume(struct plane *p, const struct plane_acts *a)
+{
+	broadcast(p, &(struct plane_msg){ .type = PLANE_RESUME, .node = a->origin }, -1);
+	plane_resume_here(p, a->origin);
+}
+
 /* Every node's workers are gone: all wait the delay, then the next START. */
 static void do_restart(struct plane *p)
 {
@@ -98,6 +124,10 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 		do_stop(p, a);
 	if (a->signal)
 		do_signal(p, a);
+	if (a->pause)
+		do_pause(p, a);
+	if (a->resume)
+		do_resume(p, a);
 	if (a->restart)
 		do_restart(p);
 	if (a->end) {
@@ -173,6 +203,14 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 		break;
 	case PLANE_DONE:
 		a = plane_coord_done(&p->coord, c->node, m.code);
+		break;
+	case PLANE_PAUSE_REQ:
+		plane_conn_pause(c, true);
+		a = plane_coord_pause(&p->coord, c->node, m.sig);
+		break;
+	case PLANE_RESUME_REQ:
+		plane_conn_pause(c, false);
+		a = plane_coord_resume(&p->coord, c->node);
 		break;
 	case PLANE_PING:
 		break;
@@ -334,6 +372,24 @@ void plane_chief_local_signal(struct plane *p, int sig, bool stops)
 {
 	struct plane_acts a = plane_coord_signal(&p->coord, 0, sig, stops);
 
+	apply(p, &a, NULL);
+}
+
+void plane_chief_local_pause(struct plane *p, int sig)
+{
+	struct plane_acts a = plane_coord_pause(&p->coord, 0, sig);
+
+	apply(p, &a, NULL);
+}
+
+void plane_chief_local_resume(struct plane *p)
+{
+	struct plane_acts a = plane_coord_resume(&p->coord, 0);
+
+	if (!a.resume && !a.still) { /* the job was not paused: our workers alone were */
+		plane_resume_here(p, 0);
+		return;
+	}
 	apply(p, &a, NULL);
 }
 

@@ -2,6 +2,8 @@
 #include "plane_conn.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -269,7 +271,7 @@ static void check(struct conn *c, double now, const char *silent)
 			plane_conn_lost(c, "no answer to the handshake");
 		return;
 	}
-	if (c->closing || (p->chief && c->node < 0)) /* told, or a refused duplicate */
+	if (c->closing || c->paused || (p->chief && c->node < 0)) /* told, stopped, or a refused duplicate */
 		return;
 	if (now - c->last_rx > p->cfg->hb_timeout) {
 		plane_conn_lost(c, silent);
@@ -277,6 +279,57 @@ static void check(struct conn *c, double now, const char *silent)
 	}
 	if (now - c->last_tx >= p->interval * 0.95)
 		plane_conn_send(c, &(struct plane_msg){ .type = PLANE_PING });
+}
+
+void plane_conn_pause(struct conn *c, bool paused)
+{
+	double hb = c->p->cfg->hb_timeout;
+	int on = paused, idle = (int)hb + 1, intvl = (int)(hb / PLANE_HB_PER_TIMEOUT) + 1,
+	    cnt = PLANE_HB_PER_TIMEOUT, user_ms = paused ? (int)(2 * hb * 1000) : 0;
+
+	if (c->fd < 0 || c->paused == paused)
+		return;
+	c->paused = paused;
+	c->last_rx = clock_mono();
+	/* Best effort: without keepalive a host that vanishes while its
+	 * slotrun is stopped is found only when its slotrun would have
+	 * answered (TCP's own retransmission timeout). */
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	(void)setsockopt(c->fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+	(void)setsockopt(c->fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+}
+
+void plane_conn_flush_now(struct plane *p, double seconds)
+{
+	double deadline = clock_mono() + seconds;
+
+	for (struct conn *c = p->conns, *next; c; c = next) {
+		next = c->next; /* a loss unlinks c */
+		while (c->fd >= 0 && !c->connecting && c->out_off < c->out_len) {
+			struct pollfd pf = { .fd = c->fd, .events = POLLOUT };
+			double left = deadline - clock_mono();
+			int n;
+
+			if (left <= 0)
+				return;
+			n = poll(&pf, 1, (int)(left * 1000) + 1);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return;
+			conn_flush(c);
+		}
+	}
+}
+
+void plane_conn_woke(struct plane *p)
+{
+	double now = clock_mono();
+
+	for (struct conn *c = p->conns; c; c = c->next)
+		c->last_rx = now;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

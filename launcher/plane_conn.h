@@ -23,6 +23,8 @@ struct conn {
 	bool closing;             /* drop once out is flushed */
 	bool told;                /* chief: sent ABORT */
 	bool draining;            /* our side is shut: read until EOF, then drop */
+	bool paused;              /* the peer's slotrun is stopped on purpose (a terminal
+				   * stop): its silence is not counted (plane_conn_pause) */
 	int node;                 /* chief: the node it joined as, or -1 */
 	double born, last_rx, last_tx;
 	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
@@ -52,6 +54,25 @@ void plane_conn_lost(struct conn *c, const char *why);
  * peer that lets too much pile up is lost.  On a closed c: nothing. */
 void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n);
 void plane_conn_send(struct conn *c, const struct plane_msg *m);
+
+/* The peer's slotrun said it stops itself (a terminal stop), or was
+ * continued.  While it is stopped its silence is not counted and no PING
+ * goes to it (it would only fill its buffers); the connection is the
+ * liveness instead: the kernel closes it when that slotrun dies, however
+ * (SIGKILL included), and TCP keepalive, answered by the peer's kernel
+ * even while its slotrun is stopped, finds a host that went away within
+ * about twice the heartbeat timeout. */
+void plane_conn_pause(struct conn *c, bool paused);
+
+/* Writes what is queued on every connection now, waiting up to seconds in
+ * all: the last words before our own slotrun stops (it sends nothing while
+ * stopped).  A connection that fails meanwhile is lost, as on the loop. */
+void plane_conn_flush_now(struct plane *p, double seconds);
+
+/* Our own slotrun was stopped and is continued: what it did not read
+ * meanwhile is no silence of the peers', so every peer counts as heard
+ * now. */
+void plane_conn_woke(struct plane *p);
 
 /* The heartbeat timer, every interval / 2: heartbeats out, silence and
  * handshake deadlines in, closed connections freed.  Returns 0 or

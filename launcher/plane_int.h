@@ -100,6 +100,28 @@ static inline void plane_learn_host(struct plane *p, int node, const char *addr)
 	p->hosts[node] = copy;
 }
 
+/* The job pauses here: node `node`'s slotrun was stopped by sig. */
+static inline void plane_pause_here(struct plane *p, int sig, int node)
+{
+	int n = p->h->pause ? p->h->pause(p->arg, true) : 0;
+	const char *abbrev = sigabbrev_np(sig);
+
+	plane_say(p, "job paused: SIG%s to node %d (%s): %d rank%s stopped here until it is continued",
+		  abbrev ? abbrev : "?", node, plane_host(p, node), n, n == 1 ? "" : "s");
+}
+
+/* The job resumes here: node `node` was the last one continued. */
+static inline void plane_resume_here(struct plane *p, int node)
+{
+	int n = p->h->pause ? p->h->pause(p->arg, false) : 0;
+
+	if (node == p->cfg->node_rank)
+		plane_say(p, "continued: the job resumes: %d rank%s continued here", n, n == 1 ? "" : "s");
+	else
+		plane_say(p, "job resumed: node %d (%s) was continued: %d rank%s continued here", node,
+			  plane_host(p, node), n, n == 1 ? "" : "s");
+}
+
 /* The end hook, once. */
 static inline void plane_end_job(struct plane *p, int code, const struct plane_cause *cause)
 {

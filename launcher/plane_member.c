@@ -226,6 +226,20 @@ static void obey(struct conn *c, struct plane_msg *m)
 	case PLANE_SIGNAL:
 		p->h->signal(p->arg, m->sig);
 		return;
+	case PLANE_PAUSE:
+	case PLANE_RESUME:
+		if (m->node >= p->cfg->nnodes) {
+			plane_conn_lost(c, "it sent a malformed message");
+			return;
+		}
+		/* the chief itself stopped: its silence is not counted */
+		if (m->type == PLANE_RESUME || m->node == 0)
+			plane_conn_pause(c, m->type == PLANE_PAUSE);
+		if (m->type == PLANE_RESUME)
+			plane_resume_here(p, m->node);
+		else if (m->node != p->cfg->node_rank)
+			plane_pause_here(p, m->sig, m->node);
+		return;
 	case PLANE_END:
 		plane_end_job(p, m->code, &m->cause);
 		return;
@@ -388,6 +402,27 @@ void plane_member_local_signal(struct plane *p, int sig, bool stops)
 		plane_say(p, "stopped by SIG%s before the job started", sigabbrev_np(sig) ? sigabbrev_np(sig) : "?");
 		plane_end_job(p, 128 + sig, NULL);
 	}
+}
+
+static bool chief_there(const struct plane *p)
+{
+	return p->chief_conn && p->chief_conn->authed && p->chief_lost.kind == PLANE_CAUSE_NONE;
+}
+
+void plane_member_local_pause(struct plane *p, int sig)
+{
+	if (chief_there(p))
+		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_PAUSE_REQ, .sig = sig });
+}
+
+void plane_member_local_resume(struct plane *p)
+{
+	/* the chief resumes the job; without one, the stop that its loss
+	 * brings continues our workers anyway */
+	if (chief_there(p))
+		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_RESUME_REQ });
+	else
+		plane_resume_here(p, p->cfg->node_rank);
 }
 
 void plane_member_local_done(struct plane *p, int code)

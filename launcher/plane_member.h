@@ -19,6 +19,8 @@ int plane_member_open(struct plane *p, char *err, size_t errlen);
 /* This node's own events, for the chief. */
 void plane_member_local_fail(struct plane *p, const struct plane_cause *f);
 void plane_member_local_signal(struct plane *p, int sig, bool stops);
+void plane_member_local_pause(struct plane *p, int sig);
+void plane_member_local_resume(struct plane *p);
 void plane_member_local_done(struct plane *p, int code);
 
 /* Frees what plane_member_open made (the connections are closed already). */

@@ -122,7 +122,15 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		break;
 	case PLANE_STOP_REQ:
 	case PLANE_SIGNAL_REQ:
+	case PLANE_PAUSE_REQ:
 		put_i32(&w, m->sig);
+		break;
+	case PLANE_PAUSE:
+		put_i32(&w, m->sig);
+		put_i32(&w, m->node);
+		break;
+	case PLANE_RESUME:
+		put_i32(&w, m->node);
 		break;
 	case PLANE_STOP:
 		put_i32(&w, m->sig);
@@ -147,6 +155,7 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		break;
 	case PLANE_START:
 	case PLANE_PING:
+	case PLANE_RESUME_REQ:
 		break;
 	default:
 		return -EINVAL;
@@ -308,7 +317,15 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 		return 0;
 	case PLANE_STOP_REQ:
 	case PLANE_SIGNAL_REQ:
+	case PLANE_PAUSE_REQ:
 		m->sig = get_i32(r);
+		return 0;
+	case PLANE_PAUSE:
+		m->sig = get_i32(r);
+		m->node = get_i32(r);
+		return 0;
+	case PLANE_RESUME:
+		m->node = get_i32(r);
 		return 0;
 	case PLANE_STOP:
 		m->sig = get_i32(r);
@@ -333,6 +350,7 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 		return m->code < 1 || m->delay_ms < 0 ? -EPROTO : 0;
 	case PLANE_START:
 	case PLANE_PING:
+	case PLANE_RESUME_REQ:
 		return 0;
 	default:
 		return -EPROTO;
@@ -345,6 +363,10 @@ static int check_ranges(unsigned type, const struct plane_msg *m)
 {
 	if ((type == PLANE_STOP_REQ || type == PLANE_SIGNAL_REQ || type == PLANE_STOP ||
 	     type == PLANE_SIGNAL) && (m->sig < 0 || m->sig >= NSIG))
+		return -EPROTO;
+	if ((type == PLANE_PAUSE_REQ || type == PLANE_PAUSE) && (m->sig < 1 || m->sig >= NSIG))
+		return -EPROTO;
+	if ((type == PLANE_PAUSE || type == PLANE_RESUME) && m->node < 0)
 		return -EPROTO;
 	if ((type == PLANE_ABORT || type == PLANE_DONE || type == PLANE_END) &&
 	    (m->code < 0 || m->code > 255))
@@ -430,7 +452,8 @@ int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
 	*c = (struct plane_coord){ .cfg = cfg, .phase = PLANE_JOINING, .joined = 1 };
 	c->st = calloc((size_t)cfg->nnodes, sizeof(*c->st));
 	c->done_code = calloc((size_t)cfg->nnodes, sizeof(*c->done_code));
-	if (!c->st || !c->done_code) {
+	c->paused = calloc((size_t)cfg->nnodes, sizeof(*c->paused));
+	if (!c->st || !c->done_code || !c->paused) {
 		plane_coord_free(c);
 		return -ENOMEM;
 	}
@@ -444,8 +467,10 @@ void plane_coord_free(struct plane_coord *c)
 {
 	free(c->st);
 	free(c->done_code);
+	free(c->paused);
 	c->st = NULL;
 	c->done_code = NULL;
+	c->paused = NULL;
 }
 
 static bool everyone_told(const struct plane_coord *c)
@@ -790,6 +815,7 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 	if (c->st[node] == PLANE_N_DONE)
 		return a;
 	c->st[node] = PLANE_N_LOST;
+	c->paused[node] = 0; /* it will not be continued */
 	if (c->cause.kind == PLANE_CAUSE_NONE) {
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = node };
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
@@ -801,4 +827,39 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 		return end_now(c, a);
 	}
 	return maybe_end(c, a);
+}
+
+struct plane_acts plane_coord_pause(struct plane_coord *c, int node, int sig)
+{
+	struct plane_acts a = { .origin = node };
+
+	if (node < 0 || node >= c->cfg->nnodes || sig <= 0 || c->phase == PLANE_ENDED ||
+	    c->phase == PLANE_ABORTING)
+		return a;
+	c->paused[node] = sig;
+	if (c->phase == PLANE_RUNNING) {
+		a.pause = sig;
+		a.pause_node = node;
+	}
+	return a;
+}
+
+struct plane_acts plane_coord_resume(struct plane_coord *c, int node)
+{
+	struct plane_acts a = { .origin = node };
+
+	if (node < 0 || node >= c->cfg->nnodes || !c->paused[node])
+		return a;
+	c->paused[node] = 0;
+	if (c->phase != PLANE_RUNNING)
+		return a;
+	for (int k = 0; k < c->cfg->nnodes; k++)
+		if (c->paused[k]) {
+			a.pause = c->paused[k];
+			a.pause_node = k;
+			a.still = true;
+			return a;
+		}
+	a.resume = true;
+	return a;
 }

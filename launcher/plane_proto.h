@@ -57,7 +57,13 @@ enum plane_type {
 	PLANE_PING,       /* both ways: heartbeat */
 	PLANE_RESTART,    /* chief -> node: attempt, delay (ms), cause: every node's workers
 			   * are gone; attempt `code` starts with the next START */
-	PLANE_TYPE_LAST = PLANE_RESTART
+	PLANE_PAUSE_REQ,  /* node -> chief: sig: this node's slotrun stopped its workers on a
+			   * terminal stop and stops itself now */
+	PLANE_RESUME_REQ, /* node -> chief: this node's slotrun was continued */
+	PLANE_PAUSE,      /* chief -> node: sig, node that was stopped: stop the workers */
+	PLANE_RESUME,     /* chief -> node: node continued last: no node is stopped, continue
+			   * the workers */
+	PLANE_TYPE_LAST = PLANE_RESUME
 };
 
 struct plane_join {
@@ -75,7 +81,8 @@ struct plane_msg {
 	int code;                             /* ABORT, DONE, END; RESTART: the attempt (1 = the
 					       * first restart) */
 	int delay_ms;                         /* RESTART */
-	int sig, node;                        /* STOP_REQ, SIGNAL_REQ (sig); STOP, SIGNAL */
+	int sig, node;                        /* STOP_REQ, SIGNAL_REQ, PAUSE_REQ (sig); STOP,
+					       * SIGNAL, PAUSE; RESUME (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT */
 };
@@ -147,6 +154,7 @@ struct plane_coord {
 	int restarts;               /* restarts so far */
 	struct plane_cause ended;   /* RESTARTING: the root cause of the attempt that ended */
 	double delay;               /* RESTARTING: seconds before the next attempt */
+	int *paused;                /* per node: the signal that stopped its slotrun, or 0 */
 };
 
 /* What the chief must carry out after an event, in this order.  A stop or
@@ -167,6 +175,14 @@ struct plane_acts {
 	bool end;              /* send END(c->code, c->cause) to every node left; exit c->code */
 	bool restart;          /* send RESTART(c->restarts, c->delay, c->ended) to every node; wait
 				* c->delay, then plane_coord_restart_now() */
+	int pause;             /* != 0: node pause_node was stopped by this signal: send
+				* PAUSE(pause, pause_node) to every node but origin, and stop
+				* our workers unless origin is 0 */
+	int pause_node;
+	bool still;            /* ... to origin alone instead (ours, if origin is 0): it was
+				* continued, but the job stays paused for pause_node */
+	bool resume;           /* no node is stopped now: send RESUME(origin) to every node and
+				* continue our workers */
 };
 
 /* The root cause window of the supervisor (SUP_ROOT_WINDOW) across nodes: a
@@ -201,6 +217,16 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
 
 /* The backoff delay of a restart has passed: start the next attempt. */
 struct plane_acts plane_coord_restart_now(struct plane_coord *c);
+
+/* Node `node`'s slotrun stopped its workers on a terminal stop (sig:
+ * SIGTSTP) and stops itself: the job pauses on every node, until no node
+ * is stopped.  Only a running job pauses; a stopped node is recorded in
+ * any phase, so that its continuation is matched. */
+struct plane_acts plane_coord_pause(struct plane_coord *c, int node, int sig);
+
+/* Node `node`'s slotrun was continued: the job resumes, unless another
+ * node is still stopped. */
+struct plane_acts plane_coord_resume(struct plane_coord *c, int node);
 
 /* Node `node` went away (why: "connection closed", "no heartbeat for 5 s"). */
 struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *why);

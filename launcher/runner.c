@@ -26,7 +26,8 @@
 #include "status.h"
 #include "workers.h"
 
-const int runner_signals[RUNNER_NSIGNALS] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+const int runner_signals[RUNNER_NSIGNALS] = { SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+						    SIGTSTP };
 
 static void handled_set(sigset_t *set)
 {
@@ -123,8 +124,15 @@ static bool collect_first(struct runner *r, struct sup_actions a)
 
 #define RESCAN_MS 50
 
+static int resume_workers(struct runner *r);
+
 static void apply(struct runner *r, struct sup_actions a)
 {
+	/* a job that ends while paused is continued first: its stopped
+	 * processes could not act on the SIGTERM (the commands below wrap_rank
+	 * are outside the workers' groups) */
+	if (r->paused && r->sup.state != SUP_RUNNING)
+		(void)resume_workers(r);
 	if (a.signal_workers && r->sup.state != SUP_RUNNING)
 		console_flush(&r->cons); /* the stop begins: read on, shed */
 	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a))
@@ -204,7 +212,9 @@ static void reaped(struct runner *r, int i, int status)
 {
 	struct worker *w = &r->w[i];
 
-	if (WIFSTOPPED(status)) { /* slotrun never stops a worker */
+	if (WIFSTOPPED(status)) { /* slotrun stops a worker only to pause the job */
+		if (r->paused)
+			return;
 		say_rank(r, i, "stopped by SIG%s (not by slotrun): the job waits for it until it "
 			 "is continued (SIGCONT)%s", sigabbrev_np(WSTOPSIG(status)) ?
 			 sigabbrev_np(WSTOPSIG(status)) : "?", r->cfg->hang_timeout > 0 ?
@@ -242,6 +252,114 @@ static void reap(struct runner *r)
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
 }
 
+/* ---- Job control: a terminal stop pauses the job ---- */
+
+/* Walks over /proc that SIGSTOP everything below slotrun: a process that
+ * forked while it was being stopped leaves a child the next walk finds;
+ * they end once a walk finds no more than the one before. */
+#define PAUSE_WALKS 8
+
+static int running_ranks(const struct runner *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->n; i++)
+		n += r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0;
+	return n;
+}
+
+/* sig to every worker's group, where /proc cannot be walked (another PID
+ * namespace's): the commands below wrap_rank are then out of reach. */
+static void signal_groups(struct runner *r, int sig)
+{
+	for (int i = 0; i < r->n; i++)
+		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0)
+			(void)kill(-r->w[i].pid, sig);
+}
+
+/* Stops every process of the job, as a shell stops a job: the whole tree
+ * below slotrun (wrap_rank, its guard, the command and what it started,
+ * setsid'ed or not), with SIGSTOP, which no program can catch or ignore.
+ * Returns how many ranks run. */
+static int pause_workers(struct runner *r)
+{
+	if (!r->paused) {
+		for (int k = 0, last = -1, n; k < PAUSE_WALKS; k++, last = n) {
+			n = procs_signal_descendants(r->self, SIGSTOP);
+			if (n < 0)
+				signal_groups(r, SIGSTOP);
+			if (n <= last)
+				break;
+		}
+		r->paused = true;
+		r->paused_at = clock_mono();
+	}
+	return running_ranks(r);
+}
+
+/* Continues what pause_workers stopped; --hang-timeout does not count the
+ * time the job was stopped.  Returns how many ranks run. */
+static int resume_workers(struct runner *r)
+{
+	double stopped;
+
+	if (!r->paused)
+		return running_ranks(r);
+	if (procs_signal_descendants(r->self, SIGCONT) < 0)
+		signal_groups(r, SIGCONT);
+	r->paused = false;
+	stopped = clock_mono() - r->paused_at;
+	for (int i = 0; i < r->n; i++)
+		r->active[i] += stopped;
+	return running_ranks(r);
+}
+
+/* Why a terminal stop is not acted on now, or NULL. */
+static const char *no_pause(const struct runner *r)
+{
+	if (r->self == 1)
+		return "slotrun is PID 1, which cannot be stopped";
+	if (!r->started || r->sup.live == 0)
+		return "no worker is running";
+	if (r->sup.state != SUP_RUNNING)
+		return "the job is ending";
+	return NULL;
+}
+
+/* SIGTSTP (Ctrl-Z): the workers stop, slotrun says so and stops itself,
+ * so that its shell sees it stopped.  The stop is synchronous: kill()
+ * returns once slotrun is continued, and the workers are continued then,
+ * before any timer of the loop (--hang-timeout, the job plane's
+ * heartbeats) can count the stopped time. */
+static void on_terminal_stop(struct runner *r, int sig)
+{
+	const char *abbrev = sigabbrev_np(sig), *why = no_pause(r);
+	int n;
+
+	if (why) {
+		note(r, "slotrun: SIG%s ignored: %s", abbrev, why);
+		return;
+	}
+	n = pause_workers(r);
+	if (r->plane) {
+		note(r, "slotrun: stopped (SIG%s): %d rank%s stopped here, the job's other nodes pause too; "
+		     "fg or kill -CONT %d resumes the job", abbrev, n, n == 1 ? "" : "s", (int)r->self);
+		plane_local_pause(r->plane, sig);
+	} else {
+		note(r, "slotrun: stopped (SIG%s): %d rank%s stopped; fg or kill -CONT %d resumes %s", abbrev, n,
+		     n == 1 ? "" : "s", (int)r->self, n == 1 ? "it" : "them");
+	}
+	/* the line goes out before we stop, as far as stderr takes it now */
+	console_flush(&r->cons);
+	(void)kill(r->self, SIGSTOP);
+	if (r->plane) {
+		plane_local_resume(r->plane);
+	} else {
+		n = resume_workers(r);
+		note(r, "slotrun: continued: %d rank%s continued", n, n == 1 ? "" : "s");
+	}
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct runner *r = arg;
@@ -252,6 +370,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	}
 	if (console_signal(&r->cons, (int)sig)) /* at exit: told to stop, stop writing */
 		return;
+	if (sig == SIGTSTP) {
+		on_terminal_stop(r, (int)sig);
+		return;
+	}
 	if (r->started)
 		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
 	if (r->plane) {
@@ -283,7 +405,7 @@ static void on_hang_check(evutil_socket_t fd, short what, void *arg)
 	double now = now_since(r), limit = r->cfg->hang_timeout;
 	int i;
 
-	if (!r->started || r->sup.state != SUP_RUNNING)
+	if (!r->started || r->sup.state != SUP_RUNNING || r->paused)
 		return;
 	/* wrap_rank may hold output that has no '\n' yet: any byte counts */
 	for (i = 0; i < r->n; i++)
@@ -406,6 +528,16 @@ static void plane_restart(void *arg, int attempt, double delay, const struct pla
 	attempt_next(arg, attempt, delay, cause);
 }
 
+static int plane_pause(void *arg, bool pause)
+{
+	struct runner *r = arg;
+
+	if (!pause)
+		return resume_workers(r);
+	/* a job that is ending goes on ending */
+	return r->started && r->sup.state == SUP_RUNNING ? pause_workers(r) : 0;
+}
+
 static void plane_say(void *arg, const char *line)
 {
 	struct runner *r = arg;
@@ -415,7 +547,7 @@ static void plane_say(void *arg, const char *line)
 
 static const struct plane_hooks plane_hooks = {
 	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
-	.end = plane_end, .say = plane_say,
+	.end = plane_end, .pause = plane_pause, .say = plane_say,
 };
 
 /* ---- runner_run, in steps ---- */

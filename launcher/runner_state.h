@@ -21,7 +21,7 @@
 
 /* The signals slotrun handles on its loop: blocked while workers are
  * forked, set back to their defaults in the workers. */
-#define RUNNER_NSIGNALS 7
+#define RUNNER_NSIGNALS 8
 extern const int runner_signals[RUNNER_NSIGNALS];
 
 struct runner;
@@ -57,6 +57,8 @@ struct runner {
 	pid_t self;
 	double t0;                   /* clock_mono() when the attempt started */
 	struct console cons;         /* slotrun's stdout and stderr */
+	bool paused;                 /* the workers are stopped: a terminal stop, here or on another node */
+	double paused_at;            /* ... since this clock_mono() */
 	sigset_t orig_mask;          /* the signal mask slotrun was started with */
 	struct plane *plane;         /* several nodes, else NULL */
 	bool started;                /* the workers were started */

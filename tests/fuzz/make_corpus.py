@@ -107,6 +107,9 @@ put("plane_proto", "blamed_cause", frame(7, cause(message="peer rank 5 did not a
 put("plane_proto", "bad_cause_blamed", frame(7, cause(blamed=2)))
 put("plane_proto", "signal_out_of_range", frame(8, struct.pack(">i", 4096)))
 put("plane_proto", "half_frame", frame(14)[:3])
+put("plane_proto", "pause_resume", frame(16, struct.pack(">i", 20)) + frame(17)
+    + frame(18, struct.pack(">ii", 20, 1)) + frame(19, struct.pack(">i", 1)))
+put("plane_proto", "pause_without_signal", frame(18, struct.pack(">ii", 0, 1)))
 
 
 # ---- frame: nccl_worker's header + payload (little-endian) ----

@@ -24,7 +24,7 @@
 /* ---- What the plane under test did ---- */
 
 static struct {
-	int started, stops, stop_sig, signals, sig, restarts;
+	int started, stops, stop_sig, signals, sig, restarts, pauses, resumes;
 	bool ended;
 	int code;
 	struct plane_cause cause;
@@ -66,6 +66,16 @@ static void h_end(void *arg, int code, const struct plane_cause *cause)
 	rec.cause = *cause;
 }
 
+static int h_pause(void *arg, bool pause)
+{
+	(void)arg;
+	if (pause)
+		rec.pauses++;
+	else
+		rec.resumes++;
+	return 2;
+}
+
 static void h_say(void *arg, const char *line)
 {
 	(void)arg;
@@ -75,7 +85,7 @@ static void h_say(void *arg, const char *line)
 
 static const struct plane_hooks hooks = {
 	.start = h_start, .stop = h_stop, .signal = h_signal, .restart = h_restart, .end = h_end,
-	.say = h_say,
+	.pause = h_pause, .say = h_say,
 };
 
 static bool said(const char *text)
@@ -95,6 +105,7 @@ static void assert_said(const char *text)
 /* ---- The loop and the fake peer on it ---- */
 
 static struct event_base *base;
+static double hb_timeout;  /* the planes' --heartbeat-timeout */
 
 /* The peer's end: a listener (fake chief) and one connection. */
 static struct {
@@ -165,6 +176,7 @@ static void peer_hangup(void)
 static void setup(void)
 {
 	memset(&rec, 0, sizeof(rec));
+	hb_timeout = 5;
 	base = event_base_new();
 	cr_assert_not_null(base);
 }
@@ -288,7 +300,7 @@ static struct plane_cfg node_cfg(int port, double join_timeout)
 {
 	return (struct plane_cfg){ .nnodes = 2, .node_rank = 1, .addrs = addrs2, .slot_counts = slots2,
 				   .world_size = 2, .control_port = port, .join_timeout = join_timeout,
-				   .hb_timeout = 5, .secret = SECRET };
+				   .hb_timeout = hb_timeout, .secret = SECRET };
 }
 
 /* The fake chief listens; returns its port. */
@@ -665,5 +677,83 @@ LEAK_TEST_OPTS(plane_chief, a_port_in_use_is_named, .timeout = 30)
 	cr_assert_eq(plane_open(&q, base, &again, &hooks, NULL, err, sizeof(err)), -EADDRINUSE);
 	cr_assert_null(q);
 	cr_assert(strstr(err, "choose another with --control-port"), "%s", err);
+	plane_close(p);
+}
+
+/* ---- A terminal stop pauses the job ---- */
+
+#define SHORT_HB 0.5
+
+static bool never(void)
+{
+	return rec.ended || rec.stops > 0;
+}
+
+static bool has_resumed(void)
+{
+	return rec.resumes > 0;
+}
+
+LEAK_TEST_OPTS(plane_chief, a_paused_node_is_not_lost_while_silent_and_its_continuation_resumes_the_job,
+	       .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p;
+	struct plane_msg chal, m;
+
+	hb_timeout = SHORT_HB;
+	p = open_chief(&cfg);
+	chal = node_connect(&cfg);
+	node_join(&chal, SECRET);
+	cr_assert_eq(next_msg(NULL, NULL).type, PLANE_WELCOME);
+	cr_assert_eq(next_but_pings().type, PLANE_START);
+	peer_send(&(struct plane_msg){ .type = PLANE_PAUSE_REQ, .sig = SIGTSTP });
+	/* silent for several heartbeat timeouts: the case itself */
+	cr_assert(!run_until(never, 6 * SHORT_HB), "a paused node was taken for lost");
+	cr_assert_eq(rec.pauses, 1);
+	assert_said("slotrun: job paused: SIGTSTP to node 1 (127.0.0.1): 2 ranks stopped here until it is continued");
+	while (plane_frame_len(peer.in, peer.len) > 0)
+		cr_assert_neq(next_msg(NULL, NULL).type, PLANE_PING, "a ping to a stopped node");
+
+	peer_send(&(struct plane_msg){ .type = PLANE_RESUME_REQ });
+	cr_assert(run_until(has_resumed, WAIT));
+	assert_said("slotrun: job resumed: node 1 (127.0.0.1) was continued: 2 ranks continued here");
+	m = next_but_pings();
+	cr_assert_eq(m.type, PLANE_RESUME);
+	cr_assert_eq(m.node, 1, "the node continued last resumes too");
+	/* continued, its silence counts again */
+	cr_assert(run_until(has_stopped, WAIT));
+	assert_said("lost: no heartbeat");
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, a_paused_chief_is_not_lost_and_a_local_stop_is_told_to_it, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p;
+	struct plane_msg m;
+
+	hb_timeout = SHORT_HB;
+	cfg = node_cfg(fake_chief(), 10.0);
+	p = open_plane(&cfg);
+	chief_welcome();
+	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	cr_assert(run_until(has_started, WAIT));
+	peer_send(&(struct plane_msg){ .type = PLANE_PAUSE, .sig = SIGTSTP, .node = 0 });
+	cr_assert(!run_until(never, 6 * SHORT_HB), "a paused chief was taken for lost");
+	cr_assert_eq(rec.pauses, 1);
+	assert_said("slotrun: job paused: SIGTSTP to node 0 (127.0.0.1): 2 ranks stopped here until it is continued");
+
+	plane_local_pause(p, SIGTSTP);
+	m = next_but_pings();
+	cr_assert_eq(m.type, PLANE_PAUSE_REQ);
+	cr_assert_eq(m.sig, SIGTSTP);
+	plane_local_resume(p);
+	cr_assert_eq(next_but_pings().type, PLANE_RESUME_REQ);
+	cr_assert_eq(rec.resumes, 0, "the chief resumes the job");
+	peer_send(&(struct plane_msg){ .type = PLANE_RESUME, .node = 1 });
+	cr_assert(run_until(has_resumed, WAIT));
+	assert_said("slotrun: continued: the job resumes: 2 ranks continued here");
+	cr_assert(run_until(has_stopped, WAIT), "a chief silent after the pause is lost");
 	plane_close(p);
 }

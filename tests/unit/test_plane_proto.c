@@ -760,3 +760,101 @@ LEAK_TEST(plane_coord_memory, restarts_up_to_the_limit)
 	cr_assert(a.end, "the third failure is past the limit");
 	plane_coord_free(&c);
 }
+
+/* ---- A terminal stop pauses the job ---- */
+
+Test(plane_codec, pause_and_resume_survive_the_wire)
+{
+	struct plane_msg m = { .type = PLANE_PAUSE, .sig = SIGTSTP, .node = 2 }, out;
+
+	out = roundtrip(&m);
+	cr_assert_eq(out.sig, SIGTSTP);
+	cr_assert_eq(out.node, 2);
+	m = (struct plane_msg){ .type = PLANE_PAUSE_REQ, .sig = SIGTSTP };
+	cr_assert_eq(roundtrip(&m).sig, SIGTSTP);
+	m = (struct plane_msg){ .type = PLANE_RESUME, .node = 1 };
+	cr_assert_eq(roundtrip(&m).node, 1);
+	m = (struct plane_msg){ .type = PLANE_RESUME_REQ };
+	roundtrip(&m);
+
+	m = (struct plane_msg){ .type = PLANE_PAUSE, .sig = 0, .node = 1 };
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "a pause names its signal");
+	m = (struct plane_msg){ .type = PLANE_RESUME, .node = -1 };
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "and a node");
+	leak_check();
+}
+
+Test(plane_coord, a_stopped_node_pauses_every_other_and_its_continuation_resumes_all)
+{
+	struct plane_acts a;
+
+	all_in();
+	a = plane_coord_pause(&co, 1, SIGTSTP);
+	cr_assert_eq(a.pause, SIGTSTP);
+	cr_assert_eq(a.pause_node, 1);
+	cr_assert_eq(a.origin, 1, "every node but the stopped one, which paused already");
+	cr_assert(!a.still && !a.resume && !a.stop);
+	a = plane_coord_resume(&co, 1);
+	cr_assert(a.resume);
+	cr_assert_eq(a.origin, 1);
+	cr_assert(!a.pause);
+	cr_assert(!plane_coord_resume(&co, 1).resume, "once");
+	cr_assert_eq(co.cause.kind, PLANE_CAUSE_NONE, "a pause is no failure");
+}
+
+Test(plane_coord, the_job_resumes_once_no_node_is_stopped)
+{
+	struct plane_acts a;
+
+	all_in();
+	plane_coord_pause(&co, 1, SIGTSTP);
+	a = plane_coord_pause(&co, 0, SIGTSTP);
+	cr_assert_eq(a.pause_node, 0);
+	a = plane_coord_resume(&co, 1);
+	cr_assert(!a.resume);
+	cr_assert(a.still, "node 1 hears that the job stays paused");
+	cr_assert_eq(a.pause_node, 0);
+	cr_assert_eq(a.origin, 1);
+	a = plane_coord_resume(&co, 0);
+	cr_assert(a.resume);
+	cr_assert_eq(a.origin, 0);
+}
+
+Test(plane_coord, a_stopped_node_that_is_lost_holds_no_pause)
+{
+	struct plane_acts a;
+
+	all_in();
+	plane_coord_pause(&co, 1, SIGTSTP);
+	plane_coord_pause(&co, 2, SIGTSTP);
+	a = plane_coord_lost(&co, 2, "connection closed");
+	cr_assert(a.stop, "a paused node that dies is lost like any other");
+	cr_assert_eq(co.cause.kind, PLANE_CAUSE_LOST);
+	cr_assert(plane_coord_resume(&co, 1).resume);
+}
+
+Test(plane_coord, only_a_running_job_pauses)
+{
+	join(1, 2);
+	cr_assert(!plane_coord_pause(&co, 1, SIGTSTP).pause, "joining: no worker to stop");
+	cr_assert(!plane_coord_resume(&co, 1).resume);
+	join(2, 2);
+	cr_assert(!plane_coord_pause(&co, 3, SIGTSTP).pause, "range checked");
+	cr_assert(!plane_coord_pause(&co, -1, SIGTSTP).pause);
+	cr_assert(!plane_coord_resume(&co, 7).resume);
+	cr_assert(!plane_coord_resume(&co, 2).resume, "not stopped");
+}
+
+LEAK_TEST(plane_coord_memory, a_paused_job)
+{
+	struct plane_coord c;
+
+	cr_assert_eq(plane_coord_init(&c, &cfg3), 0);
+	join_on(&c, 1, 2);
+	cr_assert(join_on(&c, 2, 2).start);
+	cr_assert(plane_coord_pause(&c, 2, SIGTSTP).pause);
+	cr_assert(plane_coord_resume(&c, 2).resume);
+	plane_coord_free(&c);
+}
