@@ -37,6 +37,7 @@ static noreturn void child(const struct child_spec *s, pid_t parent, int report_
 	for (int i = 0; i < s->nreset; i++)
 		sigaction(s->reset_signals[i], &dfl, NULL);
 	sigaction(SIGPIPE, s->sigpipe ? s->sigpipe : &dfl, NULL);
+	sigaction(SIGXFSZ, &dfl, NULL); /* slotrun ignores it; an ignored signal survives exec */
 	if (setpgid(0, 0) < 0)
 		fail(report_w, CHILD_SETUP, errno);
 	if (s->death_signal) {

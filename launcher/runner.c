@@ -554,7 +554,9 @@ static const struct plane_hooks plane_hooks = {
 
 /* slotrun as a process: our signals blocked until
  * the loop handles them (*orig: the mask we were started with), SIGPIPE
- * ignored, and the subreaper of everything below us. */
+ * and SIGXFSZ ignored (a reader gone, a file size limit on our stdout:
+ * the write fails and output.c says so, instead of slotrun dying and
+ * taking its workers with it), and the subreaper of everything below us. */
 static void prepare_process(sigset_t *orig)
 {
 	sigset_t block;
@@ -563,6 +565,7 @@ static void prepare_process(sigset_t *orig)
 	handled_set(&block);
 	sigprocmask(SIG_BLOCK, &block, orig);
 	sigaction(SIGPIPE, &ign, NULL);
+	sigaction(SIGXFSZ, &ign, NULL);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 }
 

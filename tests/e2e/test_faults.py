@@ -122,6 +122,35 @@ def a_reader_that_goes_away_is_said_once_and_the_job_goes_on():
     assert "output lost:" in e and "slotrun's stdout were dropped (Broken pipe)" in e, e
 
 
+@case
+def a_file_size_limit_on_stdout_is_said_and_the_job_goes_on():
+    """ulimit -f: a write past it raises SIGXFSZ, which would kill slotrun
+    and leave its workers to its death signal; slotrun takes the EFBIG
+    instead, and its workers still get the default SIGXFSZ."""
+    import resource
+    outf, errf = os.path.join(TMP, "fsize.out"), os.path.join(TMP, "fsize.err")
+    limit = 16384
+
+    def small_files():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    script = os.path.join(TMP, "fsize.sh")
+    with open(script, "w") as f:  # SIGXFSZ is signal 25: bit 24 of SigIgn
+        f.write("ign=$(sed -n 's/^SigIgn:[[:space:]]*//p' /proc/self/status)\n"
+                "echo \"xfsz ignored: $(( 0x$ign >> 24 & 1 ))\" >&2\n"
+                "seq 1 20000\necho done >&2\n")
+    with open(outf, "wb") as out, open(errf, "wb") as err:
+        p = subprocess.Popen([SR, "--slots", "2", "--", "sh", script], stdout=out,
+                             stderr=err, env=job_env(), preexec_fn=small_files)
+    code = wait_exit(p, 20, "with a file size limit on stdout")
+    e = read(errf)
+    assert code == 0, f"exit {code}\n{e}"
+    assert os.path.getsize(outf) <= limit, os.path.getsize(outf)
+    assert e.count("slotrun: stdout: File too large") == 1, e
+    assert "slotrun's stdout were dropped (File too large)" in e, e
+    assert "[rank=0] xfsz ignored: 0" in e and "[rank=1] xfsz ignored: 0" in e, e
+    assert "[rank=0] done" in e and "[rank=1] done" in e, e
+
 def tiny_tmpfs(size="64k"):
     if os.geteuid() != 0 or not shutil.which("mount"):
         raise Skip("needs root to mount a small tmpfs")
