@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sock.h"
@@ -141,7 +142,8 @@ void iface_me_free(struct iface_me *m)
 	memset(m, 0, sizeof(*m));
 }
 
-int iface_lookup(void *ctx, const char *host, struct sockaddr_storage *out, int max, int *gai)
+/* ci_lookup's lookup: getaddrinfo(3), asked once. */
+static int lookup(void *ctx, const char *host, struct sockaddr_storage *out, int max, int *gai)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *a;
 	int n = 0;
@@ -158,4 +160,32 @@ int iface_lookup(void *ctx, const char *host, struct sockaddr_storage *out, int 
 	}
 	freeaddrinfo(res);
 	return n;
+}
+
+int iface_find_self(const struct iface_me *m, char *const *list, int n, const char *what,
+		    int64_t deadline_ns, void (*waiting)(void *arg, const char *entry, int gai),
+		    void *arg, struct ci_self *out, char *err, size_t errlen)
+{
+	static const struct ci_lookup lk = { .lookup = lookup };
+	int64_t pause_ns = 50 * 1000000;
+	bool said = false;
+	int r;
+
+	while ((r = ci_self_find(list, n, what, &m->me, &lk, out, err, errlen)) == -EAGAIN) {
+		int64_t now = sock_now_ns();
+		struct timespec ts;
+
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
+		if (waiting && !said)
+			waiting(arg, out->pending, out->gai);
+		said = true;
+		if (pause_ns > deadline_ns - now)
+			pause_ns = deadline_ns - now;
+		ts = (struct timespec){ .tv_sec = pause_ns / 1000000000, .tv_nsec = pause_ns % 1000000000 };
+		nanosleep(&ts, NULL);
+		if (pause_ns < 1000000000)
+			pause_ns *= 2;
+	}
+	return r;
 }

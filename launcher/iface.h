@@ -32,8 +32,16 @@ struct iface_me {
 int iface_me_load(struct iface_me *m);
 void iface_me_free(struct iface_me *m);
 
-/* ci_lookup.lookup through getaddrinfo(3), asked once. */
-int iface_lookup(void *ctx, const char *host, struct sockaddr_storage *out, int max, int *gai);
+/* This node's place in list: ci_self_find over m, its entries looked up
+ * with getaddrinfo(3), asked again with a short, growing pause while an
+ * entry does not resolve yet, until deadline_ns (sock.h's clock; one try at
+ * least).  waiting(arg, entry, gai), when not NULL, is called once, at the
+ * first entry that will be asked again.  Returns as ci_self_find does, or
+ * -ETIMEDOUT with out->pending, out->gai and err naming the entry and the
+ * resolver's last answer. */
+int iface_find_self(const struct iface_me *m, char *const *list, int n, const char *what,
+		    int64_t deadline_ns, void (*waiting)(void *arg, const char *entry, int gai),
+		    void *arg, struct ci_self *out, char *err, size_t errlen);
 
 /* 0 when an interface of that name exists, else -ENODEV. */
 int iface_exists(const char *name);

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "child.h"
-#include "ci_self.h"
 #include "cluster_info.h"
 #include "iface.h"
 #include "io.h"
@@ -139,7 +138,7 @@ struct launch {
 	struct cluster_info ci;
 	int64_t resolve_deadline;    /* names that do not resolve yet are asked
 	                              * again until then (sock.h's clock) */
-	bool waited;                 /* ... and one was waited for */
+	bool waited_chief;           /* the chief's address was waited for */
 	struct iface_me me;          /* this node's addresses and names */
 	bool me_loaded;
 	char ifname[64];
@@ -205,14 +204,20 @@ static int load_me(struct launch *l)
 	return 0;
 }
 
-/* ci_env.self_rank: this node's place in the list, asking again while an
- * entry does not resolve yet, until the join timeout. */
+static void say_waiting_for_entry(void *arg, const char *entry, int gai)
+{
+	struct launch *l = arg;
+
+	fprintf(stderr, "slotrun: waiting for '%s' to resolve (%s) to find this node in the node list: "
+		"asking again until the join timeout (%g s)\n", entry, gai_strerror(gai), l->o.join_timeout);
+}
+
+/* ci_env.self_rank: this node's place in the list, waiting for names that
+ * do not resolve yet until the join timeout. */
 static int self_rank(void *ctx, char *const *addrs, int n, const char *what, int *rank, char *err,
 		     size_t errlen)
 {
-	static const struct ci_lookup lk = { .lookup = iface_lookup };
 	struct launch *l = ctx;
-	int64_t pause_ns = 50 * 1000000;
 	struct ci_self found;
 	int r;
 
@@ -221,29 +226,14 @@ static int self_rank(void *ctx, char *const *addrs, int n, const char *what, int
 			 strerror(-r));
 		return r;
 	}
-	while ((r = ci_self_find(addrs, n, what, &l->me.me, &lk, &found, err, errlen)) == -EAGAIN) {
-		int64_t now = sock_now_ns();
-		struct timespec ts;
+	r = iface_find_self(&l->me, addrs, n, what, l->resolve_deadline, say_waiting_for_entry, l, &found,
+			    err, errlen);
+	if (r == -ETIMEDOUT && !l->o.dry_run) {
+		char why[512];
 
-		if (now >= l->resolve_deadline) {
-			char why[512];
-
-			snprintf(why, sizeof(why), "%s", err);
-			if (l->waited)
-				snprintf(err, errlen, "cannot find this node's rank within the join timeout "
-					 "(%g s): %s", l->o.join_timeout, why);
-			return -ETIMEDOUT;
-		}
-		if (!l->waited)
-			fprintf(stderr, "slotrun: waiting for '%s' to resolve (%s) to find this node in %s: "
-				"asking again until the join timeout (%g s)\n", found.pending,
-				gai_strerror(found.gai), what, l->o.join_timeout);
-		l->waited = true;
-		if (now + pause_ns > l->resolve_deadline)
-			pause_ns = l->resolve_deadline - now;
-		ts = (struct timespec){ pause_ns / 1000000000, pause_ns % 1000000000 };
-		nanosleep(&ts, NULL);
-		pause_ns = pause_ns < 1000000000 ? pause_ns * 2 : pause_ns;
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot find this node's rank within the join timeout (%g s): %s",
+			 l->o.join_timeout, why);
 	}
 	*rank = found.rank;
 	return r;
@@ -265,14 +255,13 @@ static void join_addrs(const struct cluster_info *ci, char *buf, size_t len)
  * this node at another node's address: its slotrun would listen as a chief
  * nobody reaches, or join a chief on its own host that is not there, and
  * the job would wait out the join timeout.  Said here at once.  Only a
- * certain answer counts: every entry resolves now, exactly one is this
- * node, and none is a loopback address (which every node has). */
+ * certain answer counts, asked once: every entry resolves now, exactly one
+ * is this node, and none is a loopback address (which every node has). */
 static int check_given_rank(struct launch *l)
 {
-	static const struct ci_lookup lk = { .lookup = iface_lookup };
 	const struct cluster_info *ci = &l->ci;
 	struct ci_self found;
-	char list[256], mine[512], what[300];
+	char list[256], mine[512], given[64];
 
 	if (l->o.dry_run || ci->nnodes < 2 ||
 	    (ci->src_node_rank != CI_SRC_FLAG && ci->src_node_rank != CI_SRC_SLOTRUN_ENV))
@@ -283,16 +272,16 @@ static int check_given_rank(struct launch *l)
 	if (load_me(l) < 0)
 		return GO_ON;
 	join_addrs(ci, list, sizeof(list));
-	snprintf(what, sizeof(what), "the node list '%s'", list);
-	if (ci_self_find(ci->addrs, ci->nnodes, what, &l->me.me, &lk, &found, l->err, sizeof(l->err)) < 0 ||
-	    found.loopback || found.rank == ci->node_rank)
+	if (iface_find_self(&l->me, ci->addrs, ci->nnodes, "the node list", 0, NULL, NULL, &found, l->err,
+			    sizeof(l->err)) < 0 || found.loopback || found.rank == ci->node_rank)
 		return GO_ON;
 	ci_me_describe(&l->me.me, mine, sizeof(mine));
-	snprintf(l->err, sizeof(l->err), "the node rank %d (%s) disagrees with the node list '%s' (%s): "
-		 "this node (%s) is its entry %d '%s', not '%s': give --node-rank %d, or leave the rank "
-		 "out and slotrun finds it", ci->node_rank, ci->src_node_rank == CI_SRC_FLAG ?
-		 "--node-rank" : "SLOTRUN_NODE_RANK", list, ci_source_name(ci->src_addrs), mine,
-		 found.rank, ci->addrs[found.rank], ci->addrs[ci->node_rank], found.rank);
+	snprintf(given, sizeof(given), ci->src_node_rank == CI_SRC_FLAG ? "--node-rank %d" :
+		 "SLOTRUN_NODE_RANK=%d", ci->node_rank);
+	snprintf(l->err, sizeof(l->err), "%s disagrees with the node list '%s': this node (%s) is its "
+		 "entry %d '%s', not entry %d '%s': give --node-rank %d, or leave the rank out and slotrun "
+		 "finds it", given, list, mine, found.rank, ci->addrs[found.rank], ci->node_rank,
+		 ci->addrs[ci->node_rank], found.rank);
 	return fail(2, l->err);
 }
 
@@ -314,7 +303,7 @@ static void say_waiting_for_chief(void *arg, int gai)
 
 	fprintf(stderr, "slotrun: waiting for the chief's address '%s' to resolve (%s): asking again "
 		"until the join timeout (%g s)\n", l->ci.addrs[0], gai_strerror(gai), l->o.join_timeout);
-	l->waited = true;
+	l->waited_chief = true;
 }
 
 /* The interface NCCL and Gloo use: the one a source named, which must
@@ -331,21 +320,17 @@ static int choose_iface(struct launch *l)
 		}
 		l->iface = ci->iface;
 	} else if (ci->nnodes > 1) {
-		bool waited = l->waited;
-
-		l->waited = false;
 		if (iface_for_peer(ci->addrs[0], l->resolve_deadline, say_waiting_for_chief, l, l->ifname,
 				   sizeof(l->ifname), l->err, sizeof(l->err)) == 0) {
 			l->iface = l->ifname;
 		} else if (!l->o.dry_run) { /* a plan needs no route: it shows none */
 			size_t o = strlen(l->err);
 
-			if (l->waited)
+			if (l->waited_chief)
 				snprintf(l->err + o, sizeof(l->err) - o, " (asked until the join timeout, %g s)",
 					 l->o.join_timeout);
 			return fail(2, l->err);
 		}
-		l->waited = l->waited || waited;
 	}
 	return GO_ON;
 }
