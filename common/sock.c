@@ -226,6 +226,16 @@ static bool pause_until(int64_t pause_ns, int64_t deadline_ns)
 	return true;
 }
 
+/* An address needs no resolver: its failed answer (a bad service, say)
+ * is the same on every try. */
+static bool is_numeric(const char *host, const struct addrinfo *hints)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	return (hints && (hints->ai_flags & AI_NUMERICHOST)) || !host ||
+	       inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
 int sock_resolve(const char *host, const char *port, const struct addrinfo *hints,
 		 int64_t deadline_ns, void (*waiting)(void *arg, int gai), void *arg,
 		 struct addrinfo **res, int *gai)
@@ -245,7 +255,7 @@ int sock_resolve(const char *host, const char *port, const struct addrinfo *hint
 			return errno ? -errno : -EIO;
 		if (g == EAI_MEMORY)
 			return -ENOMEM;
-		if (!sock_gai_may_mend(g) || (hints && (hints->ai_flags & AI_NUMERICHOST)))
+		if (!sock_gai_may_mend(g) || is_numeric(host, hints))
 			return -EINVAL;
 		if (waiting && !said)
 			waiting(arg, g);

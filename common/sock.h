@@ -58,7 +58,7 @@ int sock_gai_may_mend(int gai);
 
 /* getaddrinfo(host, port, hints), asked again after a short, growing pause
  * while the answer is one sock_gai_may_mend accepts, until the deadline
- * (one try at least).  A numeric host (AI_NUMERICHOST) is asked once.
+ * (one try at least).  An address (or AI_NUMERICHOST) is asked once.
  * waiting(arg, gai), when not NULL, is called once, after the first failed
  * try that will be retried, so the caller can say what it waits for.
  * Returns 0 with *res (freeaddrinfo it), or with *gai the resolver's last
