@@ -8,10 +8,10 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
