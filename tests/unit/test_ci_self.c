@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* Finding this node's rank in the node list (ci_self.c), and ci_load asking
  * for it when no source names the rank.  This node's interfaces and the
- * resolver are fakes: tables of values. */
+ * resolver are fakes: tables of values.  iface_find_self, the real thing
+ * around them, is checked last with entries whose answers do not depend on
+ * the machine's network. */
 #include <criterion/criterion.h>
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,7 +15,9 @@
 
 #include "ci_self.h"
 #include "cluster_info.h"
+#include "iface.h"
 #include "leak_check.h"
+#include "sock.h"
 
 /* ---- a fake resolver: name -> addresses, or an EAI_* answer ---- */
 
@@ -359,4 +363,61 @@ LEAK_TEST(self_load, without_a_list_or_a_way_to_look_the_rank_is_missing)
 	cr_assert_eq(load(&a, &chief, &ci, err, sizeof(err)), -EINVAL);
 	cr_assert_eq(a.calls, 0, "the chief's address alone gives no places");
 	cr_assert(strstr(err, "no source names this node's rank"), "%s", err);
+}
+
+/* ---- iface_find_self: the real interfaces and resolver, the wait ---- */
+
+struct waited {
+	int calls;
+	char entry[64];
+};
+
+static void on_wait(void *arg, const char *entry, int gai)
+{
+	struct waited *w = arg;
+
+	(void)gai;
+	w->calls++;
+	snprintf(w->entry, sizeof(w->entry), "%s", entry);
+}
+
+/* Every machine has 127.0.0.1 on its loopback; TEST-NET-3 (RFC 5737) is
+ * nobody's. */
+Test(iface_find_self, the_loopback_entry_is_this_machine_and_said_to_be_loopback, .timeout = 60)
+{
+	char *list[] = { "203.0.113.7", "127.0.0.1" };
+	struct iface_me m;
+	struct ci_self out;
+	char err[512];
+
+	cr_assert_eq(iface_me_load(&m), 0);
+	cr_assert_eq(iface_find_self(&m, list, 2, "the list", sock_deadline_in(10), NULL, NULL, &out, err,
+				     sizeof(err)), 0, "%s", err);
+	cr_assert_eq(out.rank, 1);
+	cr_assert(out.loopback);
+	iface_me_free(&m);
+}
+
+/* .invalid (RFC 6761) never resolves: asked again until the deadline, the
+ * wait said once. */
+Test(iface_find_self, a_name_that_never_resolves_ends_at_the_deadline_said_once, .timeout = 60)
+{
+	char *list[] = { "127.0.0.1", "no-such-node.invalid" };
+	struct waited w = { 0 };
+	struct iface_me m;
+	struct ci_self out;
+	char err[512];
+
+	cr_assert_eq(iface_me_load(&m), 0);
+	cr_assert_eq(iface_find_self(&m, list, 2, "the list", sock_deadline_in(0.3), on_wait, &w, &out, err,
+				     sizeof(err)), -ETIMEDOUT);
+	cr_assert_eq(w.calls, 1);
+	cr_assert_str_eq(w.entry, "no-such-node.invalid");
+	cr_assert(strstr(err, "cannot resolve 'no-such-node.invalid' (an entry of the list)"), "%s", err);
+	/* a deadline already past: one try, no wait said */
+	w.calls = 0;
+	cr_assert_eq(iface_find_self(&m, list, 2, "the list", 0, on_wait, &w, &out, err, sizeof(err)),
+		     -ETIMEDOUT);
+	cr_assert_eq(w.calls, 0);
+	iface_me_free(&m);
 }
