@@ -86,8 +86,11 @@ def shown(job, i):
 def three_nodes_with_one_command_line_take_their_places_in_addrs():
     with job_on(3, "self") as job:
         addrs = ",".join(job.cl.addrs)
-        for i in (2, 0, 1):   # the order they start in is not their rank
-            job.spawn(i, ["--addrs", addrs, *JOIN, "--", *SHOW], env())
+        prefix = job.cl.addr(0).rsplit(".", 1)[0]
+        # the same list three ways: a flag, slotrun's variable, a hostlist
+        job.spawn(2, ["--addrs", f"{prefix}.[1-3]", *JOIN, "--", *SHOW], env())
+        job.spawn(0, ["--addrs", addrs, *JOIN, "--", *SHOW], env())
+        job.spawn(1, [*JOIN, "--", *SHOW], {**env(), "SLOTRUN_ADDRS": addrs})
         job.expect_exit([0, 0, 0], timeout=60)
         for i in range(3):
             assert shown(job, i) == [f"[rank={i}] node {i} of 3 rank {i} master {job.cl.addr(0)}"], \
