@@ -78,8 +78,11 @@ static int match_entry(const char *entry, const struct ci_me *me, const struct c
 		return -EAGAIN;
 	}
 	for (int k = 0; k < n; k++) {
-		if (is_loopback(&found[k]))
+		/* 127.0.0.2 is on no interface's list, yet is this machine */
+		if (is_loopback(&found[k])) {
 			out->loopback = true;
+			return 1;
+		}
 		for (int m = 0; m < me->naddrs; m++)
 			if (same_addr(&found[k], &me->addrs[m]))
 				return 1;

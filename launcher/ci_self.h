@@ -19,7 +19,9 @@
 
 /* This node: its interfaces' addresses and its names (the host name, its
  * canonical name).  A name matches an entry spelled the same, ignoring
- * case; an address matches an entry that resolves to it. */
+ * case; an address matches an entry that resolves to it.  An entry that
+ * resolves to a loopback address (all of 127.0.0.0/8, ::1) matches every
+ * node. */
 struct ci_me {
 	const struct sockaddr_storage *addrs;
 	int naddrs;

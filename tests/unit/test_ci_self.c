@@ -191,6 +191,9 @@ LEAK_TEST(self, loopback_entries_are_every_nodes_and_are_said)
 	cr_assert(OUT.loopback);
 	cr_assert_eq(find("n1,localhost"), 0, "%s", ERR);
 	cr_assert(OUT.loopback && OUT.rank == 1);
+	/* on no interface's list, but this machine all the same */
+	cr_assert_eq(find("127.0.0.1,127.0.0.2"), -EEXIST);
+	cr_assert(strstr(ERR, "entries 0 '127.0.0.1' and 1 '127.0.0.2'"), "%s", ERR);
 }
 
 LEAK_TEST(self, a_name_that_does_not_resolve_yet_asks_for_another_try)
