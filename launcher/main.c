@@ -139,6 +139,7 @@ struct launch {
 	int64_t resolve_deadline;    /* names that do not resolve yet are asked
 	                              * again until then (sock.h's clock) */
 	bool waited_chief;           /* the chief's address was waited for */
+	const char *list_what;       /* the node list being searched, in messages */
 	struct iface_me me;          /* this node's addresses and names */
 	bool me_loaded;
 	char ifname[64];
@@ -208,8 +209,8 @@ static void say_waiting_for_entry(void *arg, const char *entry, int gai)
 {
 	struct launch *l = arg;
 
-	fprintf(stderr, "slotrun: waiting for '%s' to resolve (%s) to find this node in the node list: "
-		"asking again until the join timeout (%g s)\n", entry, gai_strerror(gai), l->o.join_timeout);
+	fprintf(stderr, "slotrun: waiting for '%s' to resolve (%s) to find this node in %s: asking again "
+		"until the join timeout (%g s)\n", entry, gai_strerror(gai), l->list_what, l->o.join_timeout);
 }
 
 /* ci_env.self_rank: this node's place in the list, waiting for names that
@@ -226,6 +227,7 @@ static int self_rank(void *ctx, char *const *addrs, int n, const char *what, int
 			 strerror(-r));
 		return r;
 	}
+	l->list_what = what;
 	r = iface_find_self(&l->me, addrs, n, what, l->resolve_deadline, say_waiting_for_entry, l, &found,
 			    err, errlen);
 	if (r == -ETIMEDOUT && !l->o.dry_run) {

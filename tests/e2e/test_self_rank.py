@@ -128,6 +128,7 @@ def names_in_addrs_that_resolve_late_are_waited_for():
             job.spawn(i, ["--addrs", "n0,n1", *JOIN, "--", *SHOW], env())
         for i in (0, 1):
             job.wait(lambda: b"waiting for 'n0' to resolve" in job.err(i), 30, f"node {i} to wait for n0")
+        assert b"to find this node in --addrs 'n0,n1'" in job.err(0), job.describe()
         for i in (0, 1):
             add(i, [(job.cl.addr(0), "n0"), (job.cl.addr(1), "n1")])
         job.expect_exit([0, 0], timeout=60)
