@@ -241,7 +241,8 @@ int sock_resolve(const char *host, const char *port, const struct addrinfo *hint
 		 struct addrinfo **res, int *gai)
 {
 	int64_t pause_ns = 50 * 1000000;
-	bool said = false;
+	/* a deadline already past asks once, with nothing to wait for */
+	bool said = deadline_ns <= sock_now_ns();
 
 	*res = NULL;
 	for (;;) {

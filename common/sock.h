@@ -60,7 +60,8 @@ int sock_gai_may_mend(int gai);
  * while the answer is one sock_gai_may_mend accepts, until the deadline
  * (one try at least).  An address (or AI_NUMERICHOST) is asked once.
  * waiting(arg, gai), when not NULL, is called once, after the first failed
- * try that will be retried, so the caller can say what it waits for.
+ * try that may mend, so the caller can say what it waits for (not when the
+ * deadline had passed at the call: that is one try).
  * Returns 0 with *res (freeaddrinfo it), or with *gai the resolver's last
  * answer (for gai_strerror): -ETIMEDOUT the deadline passed while the name
  * did not resolve, -EINVAL an answer no retry mends (a bad service, family

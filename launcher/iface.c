@@ -168,7 +168,8 @@ int iface_find_self(const struct iface_me *m, char *const *list, int n, const ch
 {
 	static const struct ci_lookup lk = { .lookup = lookup };
 	int64_t pause_ns = 50 * 1000000;
-	bool said = false;
+	/* a deadline already past asks once, with nothing to wait for */
+	bool said = deadline_ns <= sock_now_ns();
 	int r;
 
 	while ((r = ci_self_find(list, n, what, &m->me, &lk, out, err, errlen)) == -EAGAIN) {

@@ -36,7 +36,8 @@ void iface_me_free(struct iface_me *m);
  * with getaddrinfo(3), asked again with a short, growing pause while an
  * entry does not resolve yet, until deadline_ns (sock.h's clock; one try at
  * least).  waiting(arg, entry, gai), when not NULL, is called once, at the
- * first entry that will be asked again.  Returns as ci_self_find does, or
+ * first entry that does not resolve yet (not when the deadline had passed
+ * at the call: that is one try).  Returns as ci_self_find does, or
  * -ETIMEDOUT with out->pending, out->gai and err naming the entry and the
  * resolver's last answer. */
 int iface_find_self(const struct iface_me *m, char *const *list, int n, const char *what,

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import sys
 
-from harness import Proc, binary, case, cleanup_at_exit, run, wait_for
+from harness import Proc, binary, case, cleanup_at_exit, run, run_cmd
 from jobs import SR, clean_env, job_on
 
 NW = binary("nccl_worker")
@@ -156,6 +156,17 @@ def a_name_that_never_resolves_is_named_with_the_timeout():
         err = job.err(0).decode().splitlines()
         assert len(err) == 2 and "waiting for 'n0'" in err[0], err
         assert "within the join timeout (2 s)" in err[1] and "cannot resolve 'n0'" in err[1], err
+
+
+@case
+def a_dry_run_asks_once_and_waits_for_nothing():
+    # .invalid (RFC 6761) never resolves
+    code, out, err = run_cmd([SR, "--nnodes", "2", "--node-rank", "1", "--addrs", "chief.invalid,b",
+                              "--dry-run"], env=env(), timeout=30)
+    assert code == 0 and err == b"", (code, err)
+    code, out, err = run_cmd([SR, "--addrs", "a.invalid,b.invalid", "--dry-run"], env=env(), timeout=30)
+    assert code == 2 and err.count(b"\n") == 1, (code, err)
+    assert err.startswith(b"slotrun: cannot resolve 'a.invalid' (an entry of --addrs 'a.invalid,b.invalid')"), err
 
 
 @case

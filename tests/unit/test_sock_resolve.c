@@ -55,12 +55,14 @@ Test(sock_resolve, a_name_that_does_not_resolve_is_asked_until_the_deadline_and_
 Test(sock_resolve, a_past_deadline_still_asks_once, .timeout = 60)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	struct said s = { 0 };
 	int gai = -1;
 
 	cr_assert_eq(sock_resolve("::1", "80", &hints, 0, NULL, NULL, &res, &gai), 0);
 	cr_assert_eq(res->ai_family, AF_INET6);
 	freeaddrinfo(res);
-	cr_assert_eq(sock_resolve("no-such-host.invalid", "80", &hints, 0, NULL, NULL, &res, &gai), -ETIMEDOUT);
+	cr_assert_eq(sock_resolve("no-such-host.invalid", "80", &hints, 0, waiting, &s, &res, &gai), -ETIMEDOUT);
+	cr_assert_eq(s.calls, 0, "a deadline past at the call has nothing to wait for");
 }
 
 Test(sock_resolve, answers_no_retry_mends_end_at_once, .timeout = 60)
