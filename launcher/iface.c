@@ -176,11 +176,11 @@ int iface_find_self(const struct iface_me *m, char *const *list, int n, const ch
 		int64_t now = sock_now_ns();
 		struct timespec ts;
 
-		if (now >= deadline_ns)
-			return -ETIMEDOUT;
 		if (waiting && !said)
 			waiting(arg, out->pending, out->gai);
 		said = true;
+		if (now >= deadline_ns)
+			return -ETIMEDOUT;
 		if (pause_ns > deadline_ns - now)
 			pause_ns = deadline_ns - now;
 		ts = (struct timespec){ .tv_sec = pause_ns / 1000000000, .tv_nsec = pause_ns % 1000000000 };
