@@ -7,6 +7,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -197,6 +198,73 @@ int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64
 			if (pause_ns < 200 * 1000000)
 				pause_ns *= 2;
 		}
+	}
+}
+
+int sock_gai_may_mend(int gai)
+{
+	return gai == EAI_NONAME || gai == EAI_AGAIN || gai == EAI_FAIL
+#ifdef EAI_NODATA
+	       || gai == EAI_NODATA
+#endif
+		;
+}
+
+/* Sleeps pause_ns, but not past the deadline: false when it has passed. */
+static bool pause_until(int64_t pause_ns, int64_t deadline_ns)
+{
+	int64_t now = sock_now_ns(), until = now + pause_ns;
+	struct timespec ts;
+
+	if (now >= deadline_ns)
+		return false;
+	if (until > deadline_ns)
+		until = deadline_ns;
+	ts.tv_sec = (until - now) / 1000000000;
+	ts.tv_nsec = (until - now) % 1000000000;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+/* An address needs no resolver: its failed answer (a bad service, say)
+ * is the same on every try. */
+static bool is_numeric(const char *host, const struct addrinfo *hints)
+{
+	unsigned char buf[sizeof(struct in6_addr)];
+
+	return (hints && (hints->ai_flags & AI_NUMERICHOST)) || !host ||
+	       inet_pton(AF_INET, host, buf) == 1 || inet_pton(AF_INET6, host, buf) == 1;
+}
+
+int sock_resolve(const char *host, const char *port, const struct addrinfo *hints,
+		 int64_t deadline_ns, void (*waiting)(void *arg, int gai), void *arg,
+		 struct addrinfo **res, int *gai)
+{
+	int64_t pause_ns = 50 * 1000000;
+	/* a deadline already past asks once, with nothing to wait for */
+	bool said = deadline_ns <= sock_now_ns();
+
+	*res = NULL;
+	for (;;) {
+		int g = getaddrinfo(host, port, hints, res);
+
+		*gai = g;
+		if (g == 0)
+			return 0;
+		*res = NULL;
+		if (g == EAI_SYSTEM)
+			return errno ? -errno : -EIO;
+		if (g == EAI_MEMORY)
+			return -ENOMEM;
+		if (!sock_gai_may_mend(g) || is_numeric(host, hints))
+			return -EINVAL;
+		if (waiting && !said)
+			waiting(arg, g);
+		said = true;
+		if (!pause_until(pause_ns, deadline_ns))
+			return -ETIMEDOUT;
+		if (pause_ns < 1000000000)
+			pause_ns *= 2;
 	}
 }
 

@@ -12,6 +12,7 @@
 #ifndef SLOTRUN_SOCK_H
 #define SLOTRUN_SOCK_H
 
+#include <netdb.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -48,6 +49,26 @@ int sock_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
  * before connecting (buffer sizes set later do not widen the TCP window). */
 int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64_t deadline_ns,
 		 int *fd);
+
+/* Whether a failed getaddrinfo(3) answer may change on a later try: the
+ * name is not known yet (EAI_NONAME, EAI_NODATA) or the resolver could not
+ * answer (EAI_AGAIN, EAI_FAIL).  A container's name is in its network's DNS
+ * only once the container runs, so its peers may ask before that. */
+int sock_gai_may_mend(int gai);
+
+/* getaddrinfo(host, port, hints), asked again after a short, growing pause
+ * while the answer is one sock_gai_may_mend accepts, until the deadline
+ * (one try at least).  An address (or AI_NUMERICHOST) is asked once.
+ * waiting(arg, gai), when not NULL, is called once, after the first failed
+ * try that may mend, so the caller can say what it waits for (not when the
+ * deadline had passed at the call: that is one try).
+ * Returns 0 with *res (freeaddrinfo it), or with *gai the resolver's last
+ * answer (for gai_strerror): -ETIMEDOUT the deadline passed while the name
+ * did not resolve, -EINVAL an answer no retry mends (a bad service, family
+ * or flags), -ENOMEM, or the errno of EAI_SYSTEM. */
+int sock_resolve(const char *host, const char *port, const struct addrinfo *hints,
+		 int64_t deadline_ns, void (*waiting)(void *arg, int gai), void *arg,
+		 struct addrinfo **res, int *gai);
 
 /* A listening, CLOEXEC, non-blocking TCP socket on sa (SO_REUSEADDR; an
  * IPv6 one takes IPv4 too), tuned with sock_tune(bufbytes) so that accepted

@@ -149,6 +149,32 @@ static void pick(struct source *src, struct winners *w)
 		w->ch = NULL;          /* a lower source's chief: the list wins */
 }
 
+/* No source names the rank: this node's place in the address list, whose
+ * first entry is the chief's address that wins.  0 when found, 1 when it
+ * cannot be looked for (no list, no way to look), or the lookup's error. */
+static int find_self(struct ci_ctx *c, const struct winners *w, struct cluster_info *out)
+{
+	char **list;
+	int rank, r;
+
+	if (!w->ad || !c->env->self_rank)
+		return 1;
+	list = calloc((size_t)w->ad->f.addrs.n, sizeof(char *));
+	if (!list)
+		return ci_oom(c);
+	memcpy(list, w->ad->f.addrs.v, (size_t)w->ad->f.addrs.n * sizeof(char *));
+	if (w->ch)
+		list[0] = w->ch->f.chief.v;
+	r = c->env->self_rank(c->env->ctx, list, w->ad->f.addrs.n, w->ad->f.addrs.what, &rank, c->err,
+			      c->errlen);
+	free(list);
+	if (r < 0)
+		return r;
+	out->node_rank = rank;
+	out->src_node_rank = CI_SRC_SELF;
+	return 0;
+}
+
 /* The node count, the addresses' agreement with it, and this node's rank. */
 static int resolve_nodes(struct ci_ctx *c, struct source *src, struct winners *w,
 			 struct cluster_info *out)
@@ -168,12 +194,17 @@ static int resolve_nodes(struct ci_ctx *c, struct source *src, struct winners *w
 	if (w->rk && w->rk->f.node_rank.v >= nnodes)
 		return ci_fail(c, "%s is out of range: %s names %ld nodes (0..%ld)",
 			       w->rk->f.node_rank.what, nn_what, nnodes, nnodes - 1);
-	if (!w->rk && nnodes > 1)
-		return ci_fail(c, "%s gives %ld nodes but no source names this node's rank: pass "
-			       "--node-rank or set SLOTRUN_NODE_RANK", nn_what, nnodes);
 	out->nnodes = (int)nnodes;
 	out->node_rank = w->rk ? (int)w->rk->f.node_rank.v : 0;
 	out->src_node_rank = w->rk ? w->rk->def->id : CI_SRC_DEFAULT;
+	if (!w->rk && nnodes > 1) {
+		int r = find_self(c, w, out);
+
+		if (r <= 0)
+			return r;
+		return ci_fail(c, "%s gives %ld nodes but no source names this node's rank: pass "
+			       "--node-rank or set SLOTRUN_NODE_RANK", nn_what, nnodes);
+	}
 	out->src_addrs = w->ad ? w->ad->def->id : w->ch ? w->ch->def->id : CI_SRC_DEFAULT;
 	return 0;
 }
@@ -318,6 +349,8 @@ const char *ci_source_name(enum ci_source s)
 {
 	if (s == CI_SRC_DEFAULT)
 		return "default";
+	if (s == CI_SRC_SELF)
+		return "self";
 	for (int i = 0; i < NSOURCES; i++)
 		if (sources[i].id == s)
 			return sources[i].name;

@@ -55,6 +55,9 @@
  *   names the fix (srun --ntasks-per-node=1).
  * - nnodes > 1 needs the chief's address and this node's rank from some
  *   source (the default 127.0.0.1 / rank 0 only apply to a single node).
+ *   With a list of every node's address (--addrs, SLOTRUN_ADDRS, ...) and
+ *   no rank, the rank is this node's place in the list, found by
+ *   ci_env.self_rank (ci_self.h; reported as "self").
  * - Slots: --slots / SLOTRUN_SLOTS are "N" (every node has N) or a comma
  *   list with one count per node; container_slot_counts is per node;
  *   PET_NPROC_PER_NODE and --nproc-per-node are "N" (or "auto"/"gpu", which
@@ -95,6 +98,7 @@ enum ci_source {
 	CI_SRC_SLURM,
 	CI_SRC_DETERMINED,
 	CI_SRC_FLAG,
+	CI_SRC_SELF,            /* node_rank only: found by ci_env.self_rank */
 };
 
 /* Raw command-line values; NULL when the flag was not given.  Parsed and
@@ -115,6 +119,12 @@ struct ci_flags {
 struct ci_env {
 	const char *(*getenv)(void *ctx, const char *name);
 	char *(*read_file)(void *ctx, const char *path);
+	/* This node's place in addrs (n entries, chief first; what names the
+	 * list in messages, e.g. "--addrs 'n[1-4]'"), asked when no source
+	 * names the node rank.  0 with *rank, or a negative errno with one
+	 * line in err.  NULL: the missing rank is an error. */
+	int (*self_rank)(void *ctx, char *const *addrs, int n, const char *what, int *rank, char *err,
+			 size_t errlen);
 	void *ctx;
 };
 
@@ -157,8 +167,8 @@ bool ci_addr_known(const char *addr);
 /* The real environment: getenv(3) and files read from disk. */
 extern const struct ci_env ci_process_env;
 
-/* "flag", "determined", "slurm", "torchrun", "indexed-job", "env" or
- * "default", for messages and --dry-run. */
+/* "flag", "determined", "slurm", "torchrun", "indexed-job", "env", "self"
+ * or "default", for messages and --dry-run. */
 const char *ci_source_name(enum ci_source s);
 
 #endif

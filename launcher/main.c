@@ -19,6 +19,7 @@
 #include "output.h"
 #include "plan.h"
 #include "runner.h"
+#include "sock.h"
 #include "spawn.h"
 #include "topology.h"
 
@@ -135,6 +136,12 @@ struct launch {
 	int visible_gpus;            /* GPUs the topology found */
 	bool pci_order;              /* ... numbered by PCI bus */
 	struct cluster_info ci;
+	int64_t resolve_deadline;    /* names that do not resolve yet are asked
+	                              * again until then (sock.h's clock) */
+	bool waited_chief;           /* the chief's address was waited for */
+	const char *list_what;       /* the node list being searched, in messages */
+	struct iface_me me;          /* this node's addresses and names */
+	bool me_loaded;
 	char ifname[64];
 	const char *iface;           /* for NCCL and Gloo, or NULL */
 	struct plan_secret secret;
@@ -177,11 +184,128 @@ static int open_topology(struct launch *l)
 	return GO_ON;
 }
 
+/* A name that does not resolve yet is waited for until the join timeout
+ * (a container's name is in its network's DNS only once it runs); a dry
+ * run asks once. */
+static void start_resolve_clock(struct launch *l)
+{
+	l->resolve_deadline = sock_deadline_in(l->o.dry_run ? 0 : l->o.join_timeout);
+}
+
+static int load_me(struct launch *l)
+{
+	int r;
+
+	if (l->me_loaded)
+		return 0;
+	r = iface_me_load(&l->me);
+	if (r < 0)
+		return r;
+	l->me_loaded = true;
+	return 0;
+}
+
+static void say_waiting_for_entry(void *arg, const char *entry, int gai)
+{
+	struct launch *l = arg;
+
+	fprintf(stderr, "slotrun: waiting for '%s' to resolve (%s) to find this node in %s: asking again "
+		"until the join timeout (%g s)\n", entry, gai_strerror(gai), l->list_what, l->o.join_timeout);
+}
+
+/* ci_env.self_rank: this node's place in the list, waiting for names that
+ * do not resolve yet until the join timeout. */
+static int self_rank(void *ctx, char *const *addrs, int n, const char *what, int *rank, char *err,
+		     size_t errlen)
+{
+	struct launch *l = ctx;
+	struct ci_self found;
+	int r;
+
+	if ((r = load_me(l)) < 0) {
+		snprintf(err, errlen, "cannot find this node in %s: cannot list its addresses: %s", what,
+			 strerror(-r));
+		return r;
+	}
+	l->list_what = what;
+	r = iface_find_self(&l->me, addrs, n, what, l->resolve_deadline, say_waiting_for_entry, l, &found,
+			    err, errlen);
+	if (r == -ETIMEDOUT && !l->o.dry_run) {
+		char why[512];
+
+		snprintf(why, sizeof(why), "%s", err);
+		snprintf(err, errlen, "cannot find this node's rank within the join timeout (%g s): %s",
+			 l->o.join_timeout, why);
+	}
+	*rank = found.rank;
+	return r;
+}
+
+/* The list joined with commas, for a message. */
+static void join_addrs(const struct cluster_info *ci, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < ci->nnodes && o + 1 < len; i++) {
+		snprintf(buf + o, len - o, "%s%s", i ? "," : "", ci->addrs[i]);
+		o += strlen(buf + o);
+	}
+}
+
+/* A node rank given by hand (--node-rank, SLOTRUN_NODE_RANK) that puts
+ * this node at another node's address: its slotrun would listen as a chief
+ * nobody reaches, or join a chief on its own host that is not there, and
+ * the job would wait out the join timeout.  Said here at once.  Only a
+ * certain answer counts, asked once: every entry resolves now, exactly one
+ * is this node, and none is a loopback address (which every node has). */
+static int check_given_rank(struct launch *l)
+{
+	const struct cluster_info *ci = &l->ci;
+	struct ci_self found;
+	char list[256], mine[512], given[64];
+
+	if (l->o.dry_run || ci->nnodes < 2 ||
+	    (ci->src_node_rank != CI_SRC_FLAG && ci->src_node_rank != CI_SRC_SLOTRUN_ENV))
+		return GO_ON;
+	for (int i = 0; i < ci->nnodes; i++)
+		if (!ci_addr_known(ci->addrs[i]))
+			return GO_ON;
+	if (load_me(l) < 0)
+		return GO_ON;
+	join_addrs(ci, list, sizeof(list));
+	if (iface_find_self(&l->me, ci->addrs, ci->nnodes, "the node list", 0, NULL, NULL, &found, l->err,
+			    sizeof(l->err)) < 0 || found.loopback || found.rank == ci->node_rank)
+		return GO_ON;
+	ci_me_describe(&l->me.me, mine, sizeof(mine));
+	snprintf(given, sizeof(given), ci->src_node_rank == CI_SRC_FLAG ? "--node-rank %d" :
+		 "SLOTRUN_NODE_RANK=%d", ci->node_rank);
+	snprintf(l->err, sizeof(l->err), "%s disagrees with the node list '%s': this node (%s) is its "
+		 "entry %d '%s', not entry %d '%s': give --node-rank %d, or leave the rank out and slotrun "
+		 "finds it", given, list, mine, found.rank, ci->addrs[found.rank], ci->node_rank,
+		 ci->addrs[ci->node_rank], found.rank);
+	return fail(2, l->err);
+}
+
 static int load_cluster_info(struct launch *l)
 {
-	if (ci_load(&l->o.ci, &ci_process_env, l->visible_gpus, &l->ci, l->err, sizeof(l->err)) < 0)
+	struct ci_env env = ci_process_env;
+
+	env.self_rank = self_rank;
+	env.ctx = l;
+	start_resolve_clock(l);
+	if (ci_load(&l->o.ci, &env, l->visible_gpus, &l->ci, l->err, sizeof(l->err)) < 0)
 		return fail(2, l->err);
-	return GO_ON;
+	return check_given_rank(l);
+}
+
+static void say_waiting_for_chief(void *arg, int gai)
+{
+	struct launch *l = arg;
+
+	fprintf(stderr, "slotrun: waiting for the chief's address '%s' to resolve (%s): asking again "
+		"until the join timeout (%g s)\n", l->ci.addrs[0], gai_strerror(gai), l->o.join_timeout);
+	l->waited_chief = true;
 }
 
 /* The interface NCCL and Gloo use: the one a source named, which must
@@ -198,11 +322,17 @@ static int choose_iface(struct launch *l)
 		}
 		l->iface = ci->iface;
 	} else if (ci->nnodes > 1) {
-		if (iface_for_peer(ci->addrs[0], l->ifname, sizeof(l->ifname), l->err,
-				   sizeof(l->err)) == 0)
+		if (iface_for_peer(ci->addrs[0], l->resolve_deadline, say_waiting_for_chief, l, l->ifname,
+				   sizeof(l->ifname), l->err, sizeof(l->err)) == 0) {
 			l->iface = l->ifname;
-		else if (!l->o.dry_run) /* a plan needs no route: it shows none */
+		} else if (!l->o.dry_run) { /* a plan needs no route: it shows none */
+			size_t o = strlen(l->err);
+
+			if (l->waited_chief)
+				snprintf(l->err + o, sizeof(l->err) - o, " (asked until the join timeout, %g s)",
+					 l->o.join_timeout);
 			return fail(2, l->err);
+		}
 	}
 	return GO_ON;
 }
@@ -544,6 +674,8 @@ static void launch_free(struct launch *l)
 	free(l->guarded);
 	plan_free(&l->plan);
 	ci_free(&l->ci);
+	if (l->me_loaded)
+		iface_me_free(&l->me);
 	if (l->topo)
 		topo_close(l->topo);
 }

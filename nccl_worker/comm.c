@@ -353,10 +353,9 @@ static int do_init(struct slotcomm *c, int64_t deadline)
 	if (auth_init() < 0)
 		return comm_init_err(c, -EIO, "libsodium cannot initialise (no entropy source?)");
 	auth_nonce(c->peers[c->rank].ring_nonce);
-	r = resolve(c->cfg.master_addr, c->cfg.master_port, 0, &master, &mlen);
+	r = rdv_resolve_master(c, deadline, &master, &mlen);
 	if (r < 0)
-		return comm_init_err(c, -EINVAL, "cannot resolve MASTER_ADDR=%s",
-				comm_shown(c->cfg.master_addr, b, sizeof(b)));
+		return r;
 
 	r = iface_addr(c->cfg.ifname, master.ss_family, &data, &dlen);
 	if (r < 0)

@@ -24,6 +24,7 @@
 #include "rendezvous.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -446,6 +447,29 @@ static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, str
 			snprintf(reason, sizeof(reason), "(unreadable reason: %s)", why);
 		return comm_init_err(c, -ECONNREFUSED, "rank 0 refused this rank: %s", reason);
 	}
+	return 0;
+}
+
+int rdv_resolve_master(struct slotcomm *c, int64_t deadline, struct sockaddr_storage *master,
+		       socklen_t *mlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res;
+	char port[16], b[80];
+	int gai, r;
+
+	snprintf(port, sizeof(port), "%d", c->cfg.master_port);
+	r = sock_resolve(c->cfg.master_addr, port, &hints, deadline, NULL, NULL, &res, &gai);
+	if (r == -ETIMEDOUT)
+		return comm_init_err(c, -EHOSTUNREACH, "cannot resolve MASTER_ADDR=%s within %gs: %s",
+				     comm_shown(c->cfg.master_addr, b, sizeof(b)), c->cfg.timeout_s,
+				     gai_strerror(gai));
+	if (r < 0)
+		return comm_init_err(c, r == -EINVAL ? -EHOSTUNREACH : r, "cannot resolve MASTER_ADDR=%s: %s",
+				     comm_shown(c->cfg.master_addr, b, sizeof(b)),
+				     gai == EAI_SYSTEM ? strerror(-r) : gai_strerror(gai));
+	memcpy(master, res->ai_addr, res->ai_addrlen);
+	*mlen = res->ai_addrlen;
+	freeaddrinfo(res);
 	return 0;
 }
 

@@ -10,6 +10,14 @@
 
 #include "comm_internal.h"
 
+/* MASTER_ADDR and MASTER_PORT as an address, asked again while the name
+ * does not resolve yet (a container's name is in its network's DNS only
+ * once it runs), until the deadline.  rank 0 resolves it too: it listens
+ * there.  Fails with c->err naming MASTER_ADDR, the timeout and the
+ * resolver's last answer. */
+int rdv_resolve_master(struct slotcomm *c, int64_t deadline, struct sockaddr_storage *master,
+		       socklen_t *mlen);
+
 /* Registers this rank with rank 0 at master (rank 0: takes every other
  * rank's registration) and fills c->peers with the table and c->ctl with
  * the control connections.  my_addr is the address this rank's data plane

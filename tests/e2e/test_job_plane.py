@@ -450,12 +450,17 @@ def nodes_done_early_wait_for_the_job():
 
 @case
 def duplicate_node_rank_is_refused():
+    # node 2 finds that --addrs lists its address as node 2's and stops
+    # before joining; the chief's refusal of a rank joined twice, where a
+    # node cannot tell, is plane_coord's unit test
     with job_plane() as job:
         job.start(0, MARK)
         job.start(1, MARK)
         job.start(2, MARK, node_rank=1)
-        job.expect_exit([2, 2, 2], timeout=30)
-        assert b"node 1" in job.err(0) and b"twice" in job.err(0), job.describe()
+        job.expect_exit([2], nodes=[2], timeout=30)
+        assert b"disagrees" in job.err(2) and b"--node-rank 2" in job.err(2), job.describe()
+        job.expect_exit([2, 2], nodes=[0, 1], timeout=30)
+        assert b"node 2" in job.err(0), job.describe()
         assert markers(job) == [], markers(job)
         job.assert_nothing_left()
 

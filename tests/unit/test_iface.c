@@ -29,7 +29,7 @@ static const char *check(const char *host, int want_rc, const char *want, const 
 {
 	static char what[512];
 	char name[IF_NAMESIZE] = "", err[256] = "";
-	int rc = iface_for_peer(host, name, sizeof(name), err, sizeof(err));
+	int rc = iface_for_peer(host, 0, NULL, NULL, name, sizeof(name), err, sizeof(err));
 
 	if (rc != want_rc)
 		snprintf(what, sizeof(what), "%s: got %d (%s, '%s'), want %d", host, rc, name, err, want_rc);
