@@ -169,8 +169,10 @@ void comm_io_phrase(const struct slotcomm *c, int rc, char *buf, size_t len);
 
 /* Control-connection watching while a collective waits on something else:
  * a watched peer that closes its control connection, or sends an abort
- * frame, fails the collective at once.  A peer that sends anything else is
- * ahead of us (in a later collective) and is simply no longer watched.
+ * frame, fails the collective at once, as does one that sends a frame of
+ * another collective of this or an earlier number, or a BYE from before
+ * this collective (comm_peer_frame).  A peer in a later collective, or done
+ * after this one, is ahead of us and is simply no longer watched.
  * comm_watch_init watches every control peer; comm_watch_fill writes their
  * pollfds into pfd (room for slotcomm_size entries) and returns how many;
  * comm_watch_check handles the revents and returns 0 or the failure. */
