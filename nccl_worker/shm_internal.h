@@ -64,6 +64,8 @@ struct shm_ctl {
 	uint64_t ended;              /* 1 + its last collective's number, once it left */
 };
 
+_Static_assert(sizeof(struct shm_ctl) <= SHM_LINE, "a control line holds a rank's shm_ctl");
+
 struct shm_waitl {
 	uint32_t sleepers[CNT_N];
 };
