@@ -46,7 +46,7 @@ int comm_diverged(struct slotcomm *c, int peer, const struct comm_pos *theirs)
 	pos_text(theirs, other, sizeof(other));
 	return comm_fail(c, -EPROTO, peer,
 			 "rank %d is at %s, rank %d %s%s: every rank must call the same "
-			 "collectives in the same order with the same sizes", c->rank, mine, peer,
+			 "collectives in the same order with the same arguments", c->rank, mine, peer,
 			 theirs->ended ? "" : "at ", other);
 }
 

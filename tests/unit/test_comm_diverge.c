@@ -13,7 +13,8 @@
 #include "comm_internal.h"
 #include "leak_check.h"
 
-#define TAIL ": every rank must call the same collectives in the same order with the same sizes"
+#define TAIL \
+	": every rank must call the same collectives in the same order with the same arguments"
 
 /* Rank `rank` of 3 with no connections (an abort goes nowhere), in
  * all-reduce #6 of 4096 float32 sum. */
