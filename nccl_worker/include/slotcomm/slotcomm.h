@@ -44,7 +44,7 @@
  * step, on every rank, with both positions ("rank 0 is at allgather #7,
  * rank 1 at all-reduce #7 of 1024 float32 sum"; "... rank 1 ended after
  * #8" for one that called slotcomm_destroy first).  NCCL all-reduces are
- * not checked.
+ * numbered but their data is not checked (slotcomm(3)).
  *
  * Errors: every function returns 0 or a negative errno.  After an error the
  * communicator is broken: slotcomm_error() holds one line that names the
