@@ -55,6 +55,9 @@ def all_fail_naming_positions(procs, survivors=None, ended=None):
         m = POSITIONS.search(err)
         assert m, (r, {q: p.err for q, p in procs.items()})
         assert m.group(1) != m.group(3), (r, err)
+        # one line: not the wrong elements of the all-reduce that matched
+        # another of the same shape just before they parted
+        assert err.count("\n") == 1 and err.startswith(f"nccl_worker: rank {r}: "), (r, err)
         if ended is not None:
             assert f"rank {ended} ended after #" in err, (r, err)
         assert b"# Out of bounds values : 0 OK" not in procs[r].out, (r, procs[r].out)
