@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of `slotcomm_train` (examples/train) under the built slotrun: the batch
-split, chief-only metrics, synchronized preemption, checkpoints, and a
-resumed run ending bit for bit where an uninterrupted one does."""
+split, chief-only metrics, synchronized preemption, checkpoints, a
+resumed run ending bit for bit where an uninterrupted one does, and ranks
+given different options failing at start."""
 
 import os
 import re
