@@ -115,7 +115,8 @@ static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotco
 	struct row_stats mine = { 0 }, *all;
 	struct verify_table exp;
 	double t0, us = 0, algbw, busbw;
-	uint64_t wrong = 0;
+	uint64_t wrong = 0, first = 0;
+	double got = 0, want = 0;  /* the first wrong element */
 
 	bytes = count * esize;
 	verify_fill(r->host, count, t, op, r->rank);
@@ -128,9 +129,6 @@ static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotco
 	mine.us = (clock_mono() - t0) * 1e6 / (double)r->o->iters;
 
 	if (r->o->check) {
-		uint64_t first = 0;
-		double got = 0, want = 0;
-
 		verify_fill(r->host, count, t, op, r->rank);
 		if (r->be->load(r->b, r->host, bytes) < 0 || r->be->run(r->b, 1, count, t, op) < 0 ||
 		    r->be->fetch(r->b, r->host, bytes) < 0)
@@ -140,11 +138,6 @@ static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotco
 				((uint8_t *)r->host)[count / 2 * esize + b] ^= 0x40;
 		verify_expect(&exp, t, op, r->size);
 		mine.wrong = verify_check(r->host, count, &exp, &first, &got, &want);
-		if (mine.wrong)
-			fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu "
-				"elements (first at %llu: got %g, expected %g)\n", r->rank,
-				(unsigned long long)mine.wrong, slotcomm_dtype_name(t), slotcomm_op_name(op),
-				count, (unsigned long long)first, got, want);
 	}
 
 	all = calloc((size_t)r->size, sizeof(*all));
@@ -156,6 +149,15 @@ static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotco
 		free(all);
 		return -1;
 	}
+	/* Said once the ranks are known to agree on this row: ranks that ran
+	 * a different number of all-reduces reduced each other's unrelated
+	 * data, and the line to see then is the one naming where they parted
+	 * (the allgather's failure). */
+	if (mine.wrong)
+		fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu elements "
+			"(first at %llu: got %g, expected %g)\n", r->rank,
+			(unsigned long long)mine.wrong, slotcomm_dtype_name(t), slotcomm_op_name(op),
+			count, (unsigned long long)first, got, want);
 	for (int i = 0; i < r->size; i++) {
 		us = all[i].us > us ? all[i].us : us;  /* the slowest rank's time */
 		wrong += all[i].wrong;

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include "comm_internal.h"
+#include "shm.h"
 #include "sock.h"
 
 /* --- transfers ----------------------------------------------------------- */
@@ -27,6 +28,7 @@ struct xfer {
 	size_t hdr_done;
 	uint8_t *data;
 	size_t len, done;
+	int lost;   /* the I/O error that ended it (xfer_lose), or 0 */
 };
 
 static int xfer_complete(const struct xfer *x)
@@ -34,12 +36,28 @@ static int xfer_complete(const struct xfer *x)
 	return x->hdr_done == FRAME_HDR_LEN && x->done == x->len;
 }
 
-static int xfer_io_fail(struct slotcomm *c, const struct xfer *x, int rc, const char *what)
+/* Still to move: neither complete nor lost. */
+static int xfer_open(const struct xfer *x)
+{
+	return !xfer_complete(x) && !x->lost;
+}
+
+/* The peer went away.  Not a failure yet: a peer that failed on its own
+ * first may have made this one leave (through the node's shared memory)
+ * before its abort frame came, which xfer_run then reads, on another
+ * connection, during the grace period. */
+static int xfer_lose(struct xfer *x, int rc)
+{
+	x->lost = rc;
+	return 0;
+}
+
+static int xfer_lost_fail(struct slotcomm *c, const struct xfer *x, const char *what)
 {
 	char phrase[96];
 
-	comm_io_phrase(c, rc, phrase, sizeof(phrase));
-	return comm_fail(c, rc, x->peer, "peer rank %d %s during %s", x->peer, phrase, what);
+	comm_io_phrase(c, x->lost, phrase, sizeof(phrase));
+	return comm_fail(c, x->lost, x->peer, "peer rank %d %s during %s", x->peer, phrase, what);
 }
 
 /* Moves what can move without blocking.  Returns 1 on progress, 0 if
@@ -48,6 +66,7 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 {
 	int fd = c->ctl[x->peer];
 	ssize_t k;
+	int r;
 
 	if (x->send) {
 		struct iovec iov[2] = {
@@ -63,7 +82,7 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 		}
 		k = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (k < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : xfer_io_fail(c, x, -errno, what);
+			return errno == EAGAIN || errno == EINTR ? 0 : xfer_lose(x, -errno);
 		h = FRAME_HDR_LEN - x->hdr_done;
 		if ((size_t)k < h) {
 			x->hdr_done += (size_t)k;
@@ -81,9 +100,9 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 
 		k = recv(fd, x->hdr + x->hdr_done, FRAME_HDR_LEN - x->hdr_done, MSG_DONTWAIT);
 		if (k == 0)
-			return xfer_io_fail(c, x, SOCK_EOF, what);
+			return xfer_lose(x, SOCK_EOF);
 		if (k < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : xfer_io_fail(c, x, -errno, what);
+			return errno == EAGAIN || errno == EINTR ? 0 : xfer_lose(x, -errno);
 		x->hdr_done += (size_t)k;
 		if (x->hdr_done < FRAME_HDR_LEN)
 			return 1;
@@ -93,18 +112,16 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 					 x->peer, what, why);
 		if (h.type == FRAME_ABORT)
 			return comm_take_abort(c, x->peer, &h, what);
-		if (h.type == FRAME_BYE)
-			return comm_fail(c, -EPROTO, x->peer,
-					 "peer rank %d has finished (it left the job) while this rank "
-					 "is in %s #%llu: every rank must call the same collectives",
-					 x->peer, what, (unsigned long long)c->seq);
-		if (h.type != x->type || h.seq != c->seq)
-			return comm_fail(c, -EPROTO, x->peer,
-					 "peer rank %d is in a different collective (its %s #%llu, "
-					 "this rank's %s #%llu): collectives must be called in the "
-					 "same order on every rank", x->peer, frame_type_name(h.type),
-					 (unsigned long long)h.seq, what,
-					 (unsigned long long)c->seq);
+		if (h.type != x->type || h.seq != c->seq || h.coll != c->cur.kind) {
+			r = comm_peer_frame(c, x->peer, &h, NULL);
+			/* Ahead of us is impossible here: it would have needed
+			 * this collective's frame from us first. */
+			return r < 0 ? r : comm_fail(c, -EPROTO, x->peer,
+						     "peer rank %d sent %s #%llu during %s #%llu",
+						     x->peer, frame_type_name(h.type),
+						     (unsigned long long)h.seq, what,
+						     (unsigned long long)c->seq);
+		}
 		if (h.len != x->len)
 			return comm_fail(c, -EPROTO, x->peer,
 					 "peer rank %d passed %llu bytes to %s, this rank %zu", x->peer,
@@ -113,36 +130,111 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
 	}
 	k = recv(fd, x->data + x->done, x->len - x->done, MSG_DONTWAIT);
 	if (k == 0)
-		return xfer_io_fail(c, x, SOCK_EOF, what);
+		return xfer_lose(x, SOCK_EOF);
 	if (k < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : xfer_io_fail(c, x, -errno, what);
+		return errno == EAGAIN || errno == EINTR ? 0 : xfer_lose(x, -errno);
 	x->done += (size_t)k;
 	return 1;
 }
 
+/* What a control collective watches besides its own transfers: the control
+ * connections it is not reading from right now (an abort, or a peer's
+ * frame of another collective), the left ring neighbour's stream and the
+ * node's shared memory (a peer in an all-reduce meanwhile: a divergence).
+ * c->watch holds the control peers watched, rebuilt before each poll;
+ * c->ahead marks the peers found ahead of this rank, no longer watched. */
+struct side {
+	int ring;      /* the ring connection is still worth watching */
+	int nw;        /* pollfds of the watched control peers */
+	int ring_pfd;  /* index of the ring's pollfd, or -1 */
+};
+
+static void side_init(struct slotcomm *c, struct side *w)
+{
+	memset(c->ahead, 0, (size_t)c->size);
+	w->ring = c->ring.n > 1 && c->ring.recv_fd >= 0;
+}
+
+static int reading_from(const struct xfer *x, int nx, int peer)
+{
+	for (int k = 0; k < nx; k++)
+		if (!x[k].send && x[k].peer == peer && !xfer_complete(&x[k]))
+			return 1;
+	return 0;
+}
+
+/* Adds the side's pollfds after the np of the transfers; returns the new
+ * count. */
+static int side_fill(struct slotcomm *c, const struct xfer *x, int nx, struct side *w, int np)
+{
+	c->nwatch = 0;
+	for (int p = c->rank == 0 ? 1 : 0; p < (c->rank == 0 ? c->size : 1); p++)
+		if (c->ctl[p] >= 0 && !c->ahead[p] && !reading_from(x, nx, p))
+			c->watch[c->nwatch++] = p;
+	w->nw = comm_watch_fill(c, c->pfd + np);
+	np += w->nw;
+	w->ring_pfd = -1;
+	if (w->ring) {
+		w->ring_pfd = np;
+		c->pfd[np++] = (struct pollfd){ .fd = c->ring.recv_fd, .events = POLLIN };
+	}
+	return np;
+}
+
+/* After a poll (or a sleep slice): 0, or the failure found. */
+static int side_check(struct slotcomm *c, struct side *w, int np0, const char *what)
+{
+	int r = 0, done;
+
+	if (w->nw) {
+		/* Those it stops watching are ahead of us. */
+		for (int i = 0; i < c->nwatch; i++)
+			c->ahead[c->watch[i]] = 1;
+		r = comm_watch_check(c, c->pfd + np0, w->nw, what);
+		for (int i = 0; i < c->nwatch; i++)
+			c->ahead[c->watch[i]] = 0;
+	}
+	if (r == 0 && w->ring_pfd >= 0 && c->pfd[w->ring_pfd].revents) {
+		r = comm_ring_peek(c, &c->ring, &done);
+		if (done)
+			w->ring = 0;
+	}
+	if (r == 0 && c->shm)
+		r = shm_check_peers(c);
+	return r;
+}
+
 /* Runs the transfers to completion.  The deadline restarts whenever they
  * make progress (COMM_SEND_PROGRESS): a slow but live peer is fine, a
- * silent one is not. */
+ * silent one is not.  With shared memory, sleeps in slices to look at the
+ * node's peers between them. */
 static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what)
 {
-	int64_t deadline = sock_now_ns() + c->timeout_ns;
+	int64_t deadline = sock_now_ns() + c->timeout_ns, grace_end = 0;
 	uint64_t sent = 0;  /* since the deadline was last pushed back */
+	const struct xfer *lost = NULL;  /* the first one lost, during the grace */
+	struct side w;
 
 	for (int i = 0; i < nx; i++)
 		if (x[i].send)
-			frame_encode_hdr(x[i].hdr, x[i].type, c->seq, x[i].len);
+			frame_encode_coll_hdr(x[i].hdr, x[i].type, c->cur.kind, c->seq, x[i].len);
+	side_init(c, &w);
 
 	for (;;) {
-		int np = 0, ms, r;
+		int np = 0, nx_pfd, ms, r;
 
 		for (int i = 0; i < nx; i++)
-			if (!xfer_complete(&x[i]))
+			if (xfer_open(&x[i]))
 				c->pfd[np++] = (struct pollfd){ .fd = c->ctl[x[i].peer],
 								.events = x[i].send ? POLLOUT : POLLIN };
-		if (np == 0)
+		if (np == 0 && !lost)
 			return 0;
-		ms = sock_poll_ms(deadline);
-		if (ms == 0) {
+		nx_pfd = np;
+		np = side_fill(c, x, nx, &w, np);
+		if (lost && sock_poll_ms(grace_end) == 0)
+			return xfer_lost_fail(c, lost, what);
+		ms = sock_poll_ms(lost ? grace_end : deadline);
+		if (ms == 0 && !lost) {
 			char list[200];
 			size_t o = 0;
 			int shown = 0, first = -1;
@@ -161,17 +253,20 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 						 "rank%s %s during %s", c->cfg.timeout_s,
 						 shown > 1 ? "s" : "", list, what);
 		}
+		if (c->shm && ms > COMM_SHM_LOOK_MS)
+			ms = COMM_SHM_LOOK_MS;
 		r = poll(c->pfd, (nfds_t)np, ms);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			return comm_fail(c, -errno, -1, "poll: %s", strerror(errno));
 		}
-		if (r == 0)
-			continue;
+		r = side_check(c, &w, nx_pfd, what);
+		if (r < 0)
+			return r;
 		np = 0;
 		for (int i = 0; i < nx; i++) {
-			if (xfer_complete(&x[i]))
+			if (!xfer_open(&x[i]))
 				continue;
 			if (c->pfd[np++].revents) {
 				size_t before = x[i].hdr_done + x[i].done;
@@ -179,6 +274,13 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 				r = xfer_step(c, &x[i], what);
 				if (r < 0)
 					return r;
+				if (x[i].lost && !lost) {
+					int64_t g = (int64_t)COMM_ABORT_GRACE_MS * 1000000;
+
+					lost = &x[i];
+					grace_end = sock_now_ns() +
+						    (g < c->timeout_ns ? g : c->timeout_ns);
+				}
 				if (x[i].send)
 					sent += x[i].hdr_done + x[i].done - before;
 				if ((r > 0 && !x[i].send) || sent >= COMM_SEND_PROGRESS ||
@@ -193,12 +295,14 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 
 /* --- collectives --------------------------------------------------------- */
 
-static int begin(struct slotcomm *c)
+static int begin(struct slotcomm *c, enum frame_coll kind)
 {
 	int r = comm_usable(c);
 
-	if (r == 0)
+	if (r == 0) {
 		c->seq++;
+		c->cur = (struct comm_pos){ .kind = (uint8_t)kind, .seq = c->seq };
+	}
 	return r;
 }
 
@@ -264,7 +368,7 @@ static int check_total(struct slotcomm *c, size_t len, const char *what)
 
 int slotcomm_gather(struct slotcomm *c, const void *send, size_t len, void *recv)
 {
-	int r = begin(c);
+	int r = begin(c, FRAME_COLL_GATHER);
 
 	if (r == 0)
 		r = check_total(c, len, "gather");
@@ -273,14 +377,14 @@ int slotcomm_gather(struct slotcomm *c, const void *send, size_t len, void *recv
 
 int slotcomm_broadcast(struct slotcomm *c, void *buf, size_t len)
 {
-	int r = begin(c);
+	int r = begin(c, FRAME_COLL_BROADCAST);
 
 	return r < 0 ? r : bcast_impl(c, buf, len, "broadcast");
 }
 
 int slotcomm_allgather(struct slotcomm *c, const void *send, size_t len, void *recv)
 {
-	int r = begin(c);
+	int r = begin(c, FRAME_COLL_ALLGATHER);
 
 	if (r == 0)
 		r = check_total(c, len, "allgather");
@@ -294,7 +398,7 @@ int slotcomm_allgather(struct slotcomm *c, const void *send, size_t len, void *r
 int slotcomm_barrier(struct slotcomm *c)
 {
 	uint8_t none = 0;
-	int r = begin(c);
+	int r = begin(c, FRAME_COLL_BARRIER);
 
 	if (r == 0)
 		r = gather_impl(c, &none, 0, &none, "barrier");
@@ -306,7 +410,7 @@ int slotcomm_barrier(struct slotcomm *c)
 int slotcomm_should_preempt(struct slotcomm *c, bool local, bool *out)
 {
 	uint8_t mine = local ? 1 : 0, *all = NULL;
-	int r = begin(c);
+	int r = begin(c, FRAME_COLL_PREEMPT);
 
 	if (r < 0)
 		return r;

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"
@@ -168,6 +169,20 @@ int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t dead
 		}
 	}
 	return 0;
+}
+
+/* The BYE on the data plane too: the right neighbour, if it is in an
+ * all-reduce we never joined, reads it where it expects our header, and a
+ * control collective of its own sees it there (comm_ring_peek).  Between
+ * collectives the stream is empty, so it fits; best effort. */
+static void ring_say_bye(struct slotcomm *c, struct ring *g)
+{
+	uint8_t hdr[FRAME_HDR_LEN];
+
+	if (c->broken || g->n < 2 || g->send_fd < 0)
+		return;
+	frame_encode_hdr(hdr, FRAME_BYE, c->seq, 0);
+	(void)send(g->send_fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 void comm_ring_close(struct ring *g)
@@ -414,8 +429,10 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 		c->ctl[i] = -1;
 	c->ctl_mid = calloc(n, 1);
 	c->watch = calloc(n, sizeof(*c->watch));
-	c->pfd = calloc(n + 2, sizeof(*c->pfd));
-	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->pfd) {
+	c->ahead = calloc(n, 1);
+	c->pfd = calloc(2 * n + 2, sizeof(*c->pfd));
+	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
+	    !c->pfd) {
 		slotcomm_destroy(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -444,6 +461,7 @@ void slotcomm_destroy(struct slotcomm *c)
 		return;
 	if (c->ctl && c->ctl_mid)
 		comm_say_bye(c);
+	ring_say_bye(c, &c->ring);
 	for (int i = 0; c->ctl && i < c->size; i++)
 		if (c->ctl[i] >= 0)
 			close(c->ctl[i]);
@@ -456,6 +474,7 @@ void slotcomm_destroy(struct slotcomm *c)
 	free(c->ctl);
 	free(c->ctl_mid);
 	free(c->watch);
+	free(c->ahead);
 	free(c->pfd);
 	free(c);
 }
@@ -505,6 +524,8 @@ int slotcomm_allreduce(struct slotcomm *c, void *buf, size_t count, enum slotcom
 	if (r < 0)
 		return r;
 	c->seq++;
+	c->cur = (struct comm_pos){ .kind = FRAME_COLL_ALLREDUCE, .seq = c->seq, .shaped = 1,
+				    .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
 	if (!reduce_get(dtype, op))
 		return comm_fail(c, -EINVAL, -1, "all-reduce: unknown type %d or op %d", (int)dtype,
 				 (int)op);

@@ -485,8 +485,13 @@ static int watch_check(struct slotcomm *c, const struct pollfd *pfd, int npfd, c
 					 what, why);
 		}
 		if (h.type != FRAME_ABORT) {
-			/* Ahead of us in a later collective, or done (BYE): either
-			 * way alive and not our problem now. */
+			/* Ahead of us in a later collective, or done after this
+			 * one: alive and not our problem now.  Anything else is
+			 * a divergence (comm_peer_frame). */
+			int r = comm_peer_frame(c, peer, &h, NULL);
+
+			if (r < 0)
+				return r;
 			unwatch(c, i);
 			continue;
 		}

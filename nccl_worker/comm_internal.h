@@ -30,6 +30,11 @@
  * deadline). */
 #define COMM_ABORT_GRACE_MS 1000
 
+/* With shared memory, a control collective looks at the node's peers at
+ * least this often (ms): a peer in an all-reduce meanwhile says so only
+ * there. */
+#define COMM_SHM_LOOK_MS 20
+
 /* What counts as progress for the SLOTRUN_TIMEOUT deadline: any bytes
  * received, but at least this many sent.  A stopped (SIGSTOP) receiver's
  * kernel keeps taking a trickle of bytes as it compacts its receive queue
@@ -52,6 +57,18 @@ struct ring {
 
 struct transport;
 struct shm;
+
+/* Where a rank is in the sequence of collectives: the one it is in (kind,
+ * sequence number and, for an all-reduce, its shape), or that it has left
+ * the job (slotcomm_destroy) after collective #seq. */
+struct comm_pos {
+	uint8_t kind;      /* enum frame_coll */
+	uint8_t ended;
+	uint8_t shaped;    /* count, dtype and op are known */
+	uint8_t dtype, op;
+	uint64_t seq;
+	uint64_t count;
+};
 
 struct slotcomm {
 	struct slotcomm_config cfg;
@@ -78,12 +95,15 @@ struct slotcomm {
 	int nnodes;                /* nodes: groups of ranks that could share memory */
 
 	uint64_t seq;   /* collectives so far; frames carry it */
+	struct comm_pos cur;  /* the collective this rank is in (or was in last) */
 	int broken;
 	char err[SLOTCOMM_ERR_MAX];
 
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;
-	struct pollfd *pfd;    /* room for size + 2 entries */
+	unsigned char *ahead;  /* per rank: seen in a later collective (collectives.c) */
+	struct pollfd *pfd;    /* room for 2 * size + 2 entries: a collective's
+				* transfers and what it watches */
 };
 
 /* Connects ring g (pos, n, left and right set): to the right neighbour's
@@ -149,8 +169,10 @@ void comm_io_phrase(const struct slotcomm *c, int rc, char *buf, size_t len);
 
 /* Control-connection watching while a collective waits on something else:
  * a watched peer that closes its control connection, or sends an abort
- * frame, fails the collective at once.  A peer that sends anything else is
- * ahead of us (in a later collective) and is simply no longer watched.
+ * frame, fails the collective at once, as does one that sends a frame of
+ * another collective of this or an earlier number, or a BYE from before
+ * this collective (comm_peer_frame).  A peer in a later collective, or done
+ * after this one, is ahead of us and is simply no longer watched.
  * comm_watch_init watches every control peer; comm_watch_fill writes their
  * pollfds into pfd (room for slotcomm_size entries) and returns how many;
  * comm_watch_check handles the revents and returns 0 or the failure. */
@@ -163,5 +185,29 @@ int comm_watch_check(struct slotcomm *c, const struct pollfd *pfd, int npfd, con
  * frame, or a control connection closing (that rank died) -- and returns
  * that failure, else 0. */
 int comm_watch_grace(struct slotcomm *c, int ms, const char *what);
+
+/* --- divergence (comm_diverge.c) ----------------------------------------- */
+
+/* Fails the communicator because peer is at `theirs` while this rank is at
+ * c->cur: "rank 0 is at all-reduce #6, rank 1 ended after #5" (one line,
+ * this rank first), blaming the peer.  Returns -EPROTO. */
+int comm_diverged(struct slotcomm *c, int peer, const struct comm_pos *theirs);
+
+/* A frame header from peer met while this rank is in collective c->cur and
+ * not expecting it (a watched control connection, a ring neighbour's
+ * stream during a control collective): 1 when it is consistent with the
+ * peer being ahead of this rank (a later collective, or finished after
+ * this one), else the divergence (comm_diverged).  m: the all-reduce's
+ * shape when h is an ALLREDUCE header and it is known, else NULL. */
+int comm_peer_frame(struct slotcomm *c, int peer, const struct frame_hdr *h,
+		    const struct frame_allreduce *m);
+
+/* While this rank is in a control collective: looks, without consuming
+ * anything, at what the left ring neighbour has sent on the data plane.
+ * Nothing arrives there between all-reduces unless that neighbour is in
+ * one (or has finished), so what does arrive tells where it is.  Sets
+ * *done when there is nothing more to learn there (the neighbour is
+ * ahead).  0, or the divergence. */
+int comm_ring_peek(struct slotcomm *c, struct ring *g, int *done);
 
 #endif

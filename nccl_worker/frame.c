@@ -17,6 +17,21 @@ static const char *const type_names[FRAME_TYPE_END] = {
 	[FRAME_CHALLENGE] = "challenge",
 };
 
+static const char *const coll_names[FRAME_COLL_END] = {
+	[FRAME_COLL_NONE] = "no collective",
+	[FRAME_COLL_ALLREDUCE] = "all-reduce",
+	[FRAME_COLL_GATHER] = "gather",
+	[FRAME_COLL_BROADCAST] = "broadcast",
+	[FRAME_COLL_ALLGATHER] = "allgather",
+	[FRAME_COLL_BARRIER] = "barrier",
+	[FRAME_COLL_PREEMPT] = "should_preempt",
+};
+
+const char *frame_coll_name(unsigned coll)
+{
+	return coll < FRAME_COLL_END ? coll_names[coll] : "unknown";
+}
+
 const char *frame_type_name(unsigned type)
 {
 	if (type == 0 || type >= FRAME_TYPE_END)
@@ -41,9 +56,16 @@ static uint64_t get_le(const uint8_t *p, int n)
 
 void frame_encode_hdr(uint8_t out[FRAME_HDR_LEN], unsigned type, uint64_t seq, uint64_t len)
 {
+	frame_encode_coll_hdr(out, type, FRAME_COLL_NONE, seq, len);
+}
+
+void frame_encode_coll_hdr(uint8_t out[FRAME_HDR_LEN], unsigned type, unsigned coll, uint64_t seq,
+			   uint64_t len)
+{
 	put_le(out, FRAME_MAGIC, 4);
 	put_le(out + 4, FRAME_VERSION, 2);
-	put_le(out + 6, type, 2);
+	out[6] = (uint8_t)type;
+	out[7] = (uint8_t)coll;
 	put_le(out + 8, seq, 8);
 	put_le(out + 16, len, 8);
 }
@@ -59,9 +81,14 @@ int frame_decode_hdr(const uint8_t in[FRAME_HDR_LEN], uint64_t max_len, struct f
 		*why = "unsupported protocol version";
 		return -EPROTO;
 	}
-	h->type = (uint16_t)get_le(in + 6, 2);
+	h->type = in[6];
+	h->coll = in[7];
 	if (h->type == 0 || h->type >= FRAME_TYPE_END) {
 		*why = "unknown message type";
+		return -EPROTO;
+	}
+	if (h->coll >= FRAME_COLL_END) {
+		*why = "unknown collective";
 		return -EPROTO;
 	}
 	h->seq = get_le(in + 8, 8);

@@ -7,7 +7,8 @@
  *
  *   0  u32 magic    FRAME_MAGIC ("SLRN")
  *   4  u16 version  FRAME_VERSION
- *   6  u16 type     enum frame_type
+ *   6  u8  type     enum frame_type
+ *   7  u8  coll     enum frame_coll: the collective the frame belongs to
  *   8  u64 seq      collective sequence number (0 during the rendezvous)
  *  16  u64 len      payload length, bounded by what the receiver expects
  *
@@ -54,17 +55,39 @@ enum frame_type {
 	FRAME_TYPE_END
 };
 
+/* What kind of collective a frame belongs to, so that a rank that meets a
+ * peer's frame of another collective can say what the peer is in. */
+enum frame_coll {
+	FRAME_COLL_NONE,       /* rendezvous, abort, bye */
+	FRAME_COLL_ALLREDUCE,
+	FRAME_COLL_GATHER,
+	FRAME_COLL_BROADCAST,
+	FRAME_COLL_ALLGATHER,
+	FRAME_COLL_BARRIER,
+	FRAME_COLL_PREEMPT,    /* slotcomm_should_preempt */
+	FRAME_COLL_END
+};
+
 struct frame_hdr {
 	uint16_t type;
+	uint8_t coll;
 	uint64_t seq;
 	uint64_t len;
 };
 
 const char *frame_type_name(unsigned type);
 
+/* "all-reduce", "barrier", ...; "unknown" out of range. */
+const char *frame_coll_name(unsigned coll);
+
+/* A header outside any collective (coll FRAME_COLL_NONE) ... */
 void frame_encode_hdr(uint8_t out[FRAME_HDR_LEN], unsigned type, uint64_t seq, uint64_t len);
 
-/* Checks magic, version and type, and len <= max_len. */
+/* ... and one of collective coll. */
+void frame_encode_coll_hdr(uint8_t out[FRAME_HDR_LEN], unsigned type, unsigned coll, uint64_t seq,
+			   uint64_t len);
+
+/* Checks magic, version, type and coll, and len <= max_len. */
 int frame_decode_hdr(const uint8_t in[FRAME_HDR_LEN], uint64_t max_len, struct frame_hdr *h,
 		     const char **why);
 

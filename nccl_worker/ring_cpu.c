@@ -161,32 +161,30 @@ static int peer_fail(struct slotcomm *c, const struct job *j, int peer, int rc, 
 			 phrase, step, j->nsteps);
 }
 
+/* The left neighbour's header: the same all-reduce (number and shape) as
+ * ours, or the divergence named.  A BYE instead says it left the job. */
 static int check_header(struct slotcomm *c, struct job *j, int left)
 {
 	struct frame_hdr h;
 	struct frame_allreduce m;
 	const char *why;
+	int r;
 
 	if (frame_decode_hdr(j->hdr_in, UINT64_MAX, &h, &why) < 0)
 		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
 				 left, why);
-	if (h.type != FRAME_ALLREDUCE || h.seq != c->seq)
-		return comm_fail(c, -EPROTO, left,
-				 "peer rank %d is in a different collective (its %s #%llu, this "
-				 "rank's all-reduce #%llu): collectives must be called in the same "
-				 "order on every rank", left, frame_type_name(h.type),
-				 (unsigned long long)h.seq, (unsigned long long)c->seq);
-	if (h.len != FRAME_ALLREDUCE_LEN ||
-	    frame_allreduce_decode(j->hdr_in + FRAME_HDR_LEN, h.len, &m, &why) < 0)
+	if (h.type == FRAME_ALLREDUCE && (h.len != FRAME_ALLREDUCE_LEN ||
+	    frame_allreduce_decode(j->hdr_in + FRAME_HDR_LEN, h.len, &m, &why) < 0))
 		return comm_fail(c, -EPROTO, left, "peer rank %d sent a malformed all-reduce header: %s",
 				 left, h.len != FRAME_ALLREDUCE_LEN ? "wrong length" : why);
-	if (m.count != j->count || m.dtype != j->dtype || m.op != j->op)
+	r = comm_peer_frame(c, left, &h, h.type == FRAME_ALLREDUCE ? &m : NULL);
+	if (r < 0)
+		return r;
+	if (h.type != FRAME_ALLREDUCE || h.seq != c->seq)
 		return comm_fail(c, -EPROTO, left,
-				 "peer rank %d called all-reduce with %llu %s %s, this rank with "
-				 "%llu %s %s", left, (unsigned long long)m.count,
-				 slotcomm_dtype_name(m.dtype), slotcomm_op_name(m.op),
-				 (unsigned long long)j->count, slotcomm_dtype_name(j->dtype),
-				 slotcomm_op_name(j->op));
+				 "peer rank %d sent %s #%llu during all-reduce #%llu", left,
+				 frame_type_name(h.type), (unsigned long long)h.seq,
+				 (unsigned long long)c->seq);
 	return 0;
 }
 
@@ -201,6 +199,10 @@ static int recv_some(struct slotcomm *c, struct job *j, int left)
 		k = recv(j->g->recv_fd, j->hdr_in + j->hdr_got, HDR_BYTES - j->hdr_got, MSG_DONTWAIT);
 		if (k > 0) {
 			j->hdr_got += (size_t)k;
+			/* A BYE is only a header: check it once that is in. */
+			if (j->hdr_got >= FRAME_HDR_LEN && j->hdr_got < HDR_BYTES &&
+			    j->hdr_in[6] != FRAME_ALLREDUCE)
+				return check_header(c, j, left);
 			if (j->hdr_got == HDR_BYTES) {
 				int r = check_header(c, j, left);
 				if (r < 0)
@@ -417,7 +419,11 @@ int ring_allreduce(struct slotcomm *c, struct ring *g, void *buf, size_t count,
 		   enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	struct job j = { .g = g, .buf = buf, .count = count, .dtype = dtype, .op = op };
-	struct frame_allreduce m = { .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
+	/* What the caller of slotcomm_allreduce asked for, which every rank
+	 * compares with its own (the hierarchical transport runs an avg as
+	 * a sum here). */
+	struct frame_allreduce m = { .count = c->cur.count, .dtype = c->cur.dtype,
+				     .op = c->cur.op };
 	int r;
 
 	j.fn = reduce_get(dtype, op);
@@ -436,7 +442,8 @@ int ring_allreduce(struct slotcomm *c, struct ring *g, void *buf, size_t count,
 	j.nsteps = j.gather ? ring_gather_nsteps(g->n) : ring_nsteps(g->n);
 	if (j.gather && j.bytes)
 		memcpy(g->stage + (size_t)g->pos * j.bytes, buf, j.bytes);
-	frame_encode_hdr(j.hdr_out, FRAME_ALLREDUCE, c->seq, FRAME_ALLREDUCE_LEN);
+	frame_encode_coll_hdr(j.hdr_out, FRAME_ALLREDUCE, FRAME_COLL_ALLREDUCE, c->seq,
+			      FRAME_ALLREDUCE_LEN);
 	frame_allreduce_encode(&m, j.hdr_out + FRAME_HDR_LEN);
 	local_bufs(g, j.bytes);
 	r = ring_run(c, &j);

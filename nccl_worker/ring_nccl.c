@@ -318,6 +318,12 @@ int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t cou
 		return rc;
 	if ((unsigned)dtype >= SLOTCOMM_DTYPE_COUNT || (unsigned)op >= SLOTCOMM_OP_COUNT)
 		return comm_fail(g->c, -EINVAL, -1, "all-reduce: unknown type or op");
+	/* Numbered like every collective, so that a peer's control frame met
+	 * while waiting for the GPU says where that peer is (comm_peer_frame);
+	 * the data itself goes through NCCL, unchecked. */
+	g->c->seq++;
+	g->c->cur = (struct comm_pos){ .kind = FRAME_COLL_ALLREDUCE, .seq = g->c->seq, .shaped = 1,
+				       .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
 	if (count == 0)
 		return 0;
 	r = allreduce_impl(g, dev, count, dtype, op);

@@ -15,7 +15,10 @@
  *
  * Collectives are checked: each rank writes what it was called with (count,
  * type, op, sequence number) into its control line before its first post,
- * and the others compare it after their first wait on it. */
+ * and the others compare it after their first wait on it; a rank in a
+ * control collective of the same number meanwhile finds it there
+ * (shm_check_peers), as every waiter finds a rank that left the job before
+ * this collective (its `ended` mark). */
 #include "shm_internal.h"
 
 #include <errno.h>
@@ -46,7 +49,8 @@ static void copy_plain(void *restrict dst, const void *restrict src, size_t n)
 	memcpy(dst, src, n);
 }
 
-static int check_desc(struct slotcomm *c, struct shm *s, const struct op *o, const char *what)
+/* The others' descriptors against ours (c->cur). */
+static int check_desc(struct slotcomm *c, struct shm *s)
 {
 	for (int i = 0; i < s->m; i++) {
 		const struct shm_desc *d = &ctl_of(s, i)->desc[c->seq & 1];
@@ -54,33 +58,29 @@ static int check_desc(struct slotcomm *c, struct shm *s, const struct op *o, con
 
 		if (i == s->li)
 			continue;
-		if (d->seq != c->seq)
-			return comm_fail(c, -EPROTO, peer,
-					 "peer rank %d is in a different collective (its #%llu, this "
-					 "rank's %s #%llu): collectives must be called in the same "
-					 "order on every rank", peer, (unsigned long long)d->seq, what,
-					 (unsigned long long)c->seq);
-		if (d->count != o->p.bytes / o->esize || d->dtype != (uint32_t)o->dtype ||
-		    d->op != (uint32_t)o->op)
-			return comm_fail(c, -EPROTO, peer,
-					 "peer rank %d called %s with %llu %s %s, this rank with %llu %s %s",
-					 peer, what, (unsigned long long)d->count,
-					 slotcomm_dtype_name((enum slotcomm_dtype)d->dtype),
-					 slotcomm_op_name((enum slotcomm_op)d->op),
-					 (unsigned long long)(o->p.bytes / o->esize),
-					 slotcomm_dtype_name(o->dtype), slotcomm_op_name(o->op));
+		if (d->seq != c->seq || d->count != c->cur.count || d->dtype != c->cur.dtype ||
+		    d->op != c->cur.op) {
+			struct comm_pos t = { .kind = FRAME_COLL_ALLREDUCE, .seq = d->seq,
+					      .shaped = 1, .count = d->count,
+					      .dtype = (uint8_t)d->dtype, .op = (uint8_t)d->op };
+
+			return comm_diverged(c, peer, &t);
+		}
 	}
 	return 0;
 }
 
-static void write_desc(struct slotcomm *c, struct shm *s, const struct op *o)
+static void write_desc(struct slotcomm *c, struct shm *s)
 {
 	struct shm_desc *d = &ctl_of(s, s->li)->desc[c->seq & 1];
 
-	d->seq = c->seq;
-	d->count = o->p.bytes / o->esize;
-	d->dtype = (uint32_t)o->dtype;
-	d->op = (uint32_t)o->op;
+	/* What the caller of slotcomm_allreduce asked for (the hierarchical
+	 * transport reduces an avg as a sum here); the number last, for
+	 * shm_check_peers, which reads it first. */
+	d->count = c->cur.count;
+	d->dtype = c->cur.dtype;
+	d->op = c->cur.op;
+	__atomic_store_n(&d->seq, c->seq, __ATOMIC_RELEASE);
 }
 
 /* dst = src[0] OP src[1] OP ... OP src[m-1] (m >= 2), n elements, in rank
@@ -106,13 +106,13 @@ static int run_small(struct slotcomm *c, struct shm *s, const struct op *o, cons
 	r = shm_wait_all(c, s, CNT_OUT, x + 1 - SHM_DEPTH, what);
 	if (r < 0)
 		return r;
-	write_desc(c, s, o);
+	write_desc(c, s);
 	if (o->p.bytes)
 		memcpy(slot_of(s, s->li, x), o->buf, o->p.bytes);
 	shm_post(s, CNT_IN, x + 1);
 	r = shm_wait_all(c, s, CNT_IN, x + 1, what);
 	if (r == 0)
-		r = check_desc(c, s, o, what);
+		r = check_desc(c, s);
 	if (r < 0)
 		return r;
 	for (int i = 0; i < s->m; i++)
@@ -192,7 +192,7 @@ static int run_steps(struct slotcomm *c, struct shm *s, const struct op *o, cons
 	uint64_t n = o->p.nsteps;
 	int r = 0;
 
-	write_desc(c, s, o);
+	write_desc(c, s);
 	for (uint64_t t = 0; t < n + 2 && r == 0; t++) {
 		if (t < n) {
 			uint32_t x = o->base + (uint32_t)t;
@@ -208,7 +208,7 @@ static int run_steps(struct slotcomm *c, struct shm *s, const struct op *o, cons
 
 			r = shm_wait_all(c, s, CNT_IN, x + 1, what);
 			if (r == 0 && t == 1)
-				r = check_desc(c, s, o, what);
+				r = check_desc(c, s);
 			if (r < 0)
 				break;
 			reduce_piece(s, o, t - 1);

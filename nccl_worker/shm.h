@@ -80,6 +80,12 @@ void shm_progress(struct slotcomm *c);
 
 /* transport.broken for both: the failure goes into the segment and every
  * sleeper of the node is woken. */
+/* Whether a rank of this node left the job before this collective, or,
+ * while this rank is in a control collective, is in an all-reduce of the
+ * same number (its descriptor says so): 0, or the divergence
+ * (comm_diverged).  Reads the segment only; 0 without one. */
+int shm_check_peers(struct slotcomm *c);
+
 void shm_transport_broken(struct slotcomm *c, const struct frame_abort *a);
 
 extern const struct transport transport_shm, transport_hier;

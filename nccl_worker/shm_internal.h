@@ -12,7 +12,7 @@
 #include "shm_sched.h"
 
 #define SHM_MAGIC 0x4d48534e524c53ull  /* "SLRNSHM" */
-#define SHM_VERSION 2  /* 2: the alive tick */
+#define SHM_VERSION 3  /* 2: the alive tick; 3: the ended mark */
 
 /* Each rank's slots: SHM_DEPTH of SHM_SLOT_BYTES.  The pipeline runs each
  * rank two steps behind its copy-in (copy in t, reduce t-1, copy out t-2),
@@ -61,7 +61,10 @@ struct shm_ctl {
 	uint32_t alive;              /* ticks while this rank's TCP ring moves */
 	uint64_t probe;              /* the leader's cookie, as this rank read it */
 	struct shm_desc desc[2];     /* by collective sequence number parity */
+	uint64_t ended;              /* 1 + its last collective's number, once it left */
 };
+
+_Static_assert(sizeof(struct shm_ctl) <= SHM_LINE, "a control line holds a rank's shm_ctl");
 
 struct shm_waitl {
 	uint32_t sleepers[CNT_N];

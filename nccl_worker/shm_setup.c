@@ -452,6 +452,9 @@ void shm_free(struct slotcomm *c, int bye)
 	}
 	if (!s)
 		return;
+	/* Before the goodbyes: whoever sees one reads where we ended. */
+	if (bye && !c->broken && s->base)
+		__atomic_store_n(&ctl_of(s, s->li)->ended, c->seq + 1, __ATOMIC_RELEASE);
 	for (int i = 0; s->fd && i < s->m; i++) {
 		if (s->fd[i] < 0)
 			continue;

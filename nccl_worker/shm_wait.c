@@ -99,6 +99,34 @@ void shm_transport_broken(struct slotcomm *c, const struct frame_abort *a)
 	wake_everyone(s);
 }
 
+int shm_check_peers(struct slotcomm *c)
+{
+	struct shm *s = c->shm;
+
+	for (int i = 0; s && s->base && i < s->m; i++) {
+		struct shm_ctl *p = ctl_of(s, i);
+		uint64_t ended = __atomic_load_n(&p->ended, __ATOMIC_ACQUIRE);
+		struct shm_desc *d = &p->desc[c->seq & 1];
+
+		if (i == s->li)
+			continue;
+		if (ended && ended - 1 < c->seq) {
+			struct comm_pos t = { .ended = 1, .seq = ended - 1 };
+
+			return comm_diverged(c, s->ranks[i], &t);
+		}
+		if (c->cur.kind != FRAME_COLL_ALLREDUCE &&
+		    __atomic_load_n(&d->seq, __ATOMIC_ACQUIRE) == c->seq) {
+			struct comm_pos t = { .kind = FRAME_COLL_ALLREDUCE, .seq = c->seq,
+					      .shaped = 1, .count = d->count,
+					      .dtype = (uint8_t)d->dtype, .op = (uint8_t)d->op };
+
+			return comm_diverged(c, s->ranks[i], &t);
+		}
+	}
+	return 0;
+}
+
 /* A node peer's socket has something: its goodbye, or its end closed. */
 static int peer_sock(struct slotcomm *c, struct shm *s, int k, const char *what)
 {
@@ -122,10 +150,7 @@ static int peer_sock(struct slotcomm *c, struct shm *s, int k, const char *what)
 	close(s->fd[k]);
 	s->fd[k] = -1;
 	if (s->bye[k])
-		return comm_fail(c, -EPROTO, peer,
-				 "peer rank %d has finished (it left the job) while this rank is in "
-				 "%s #%llu: every rank must call the same collectives", peer, what,
-				 (unsigned long long)c->seq);
+		return shm_check_peers(c);  /* fine if it finished this collective too */
 	return comm_fail(c, n == 0 ? SOCK_EOF : -errno, peer,
 			 "peer rank %d died during %s (its end of this node's shared memory "
 			 "closed)", peer, what);
@@ -146,6 +171,9 @@ static int look_around(struct slotcomm *c, struct shm *s, const char *what)
 			a.origin = s->ranks[ab - 1];
 		return comm_fail_abort(c, a.origin, &a, what);
 	}
+	r = shm_check_peers(c);
+	if (r < 0)
+		return r;
 	for (int k = 0; k < s->m; k++)
 		if (s->fd[k] >= 0)
 			s->pfd[np++] = (struct pollfd){ .fd = s->fd[k], .events = POLLIN };

@@ -95,8 +95,11 @@ static const char train_usage[] =
 	"SIGTERM or SIGUSR1 to any rank (slotrun forwards both) stops every rank after the\n"
 	"same step: each prints 'preempted at step S', rank 0 writes the checkpoint, all\n"
 	"exit 0.  A resumed run ends with the same checksum as one never interrupted.\n"
+	"Every rank must be given the same options but --checkpoint-dir: the ranks compare\n"
+	"them at start, and one line on every rank names the first that differs.\n"
 	"Exit status: 0 finished or preempted; 1 a failure, or a missing or damaged\n"
-	"checkpoint; 2 bad flags or environment, or a checkpoint of another configuration.\n";
+	"checkpoint; 2 bad flags or environment, ranks given different options, or a\n"
+	"checkpoint of another configuration.\n";
 
 /* What getopt_long's ':' (a missing value) or '?' (an unknown option) was
  * about. */

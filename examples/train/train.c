@@ -295,6 +295,86 @@ static int resume(struct trainer *t)
 	return 0;
 }
 
+/* The options every rank must share, as the ranks compare them. */
+struct shared_opts {
+	uint64_t steps, grad_bytes, global_batch, seed;
+	uint32_t agg_freq;
+	uint8_t fp16, average_metrics, resume, pad;
+};
+
+/* The first option in which a and b differ: its name, and both values in
+ * av and bv; NULL when they agree. */
+static const char *opts_diff(const struct shared_opts *a, const struct shared_opts *b, char *av,
+			     char *bv, size_t len)
+{
+	const struct {
+		const char *name;
+		uint64_t a, b;
+		int flag;  /* a switch: shown as on/off */
+	} opt[] = {
+		{ "--steps", a->steps, b->steps, 0 },
+		{ "--grad-bytes", a->grad_bytes, b->grad_bytes, 0 },
+		{ "--global-batch-size", a->global_batch, b->global_batch, 0 },
+		{ "--aggregation-frequency", a->agg_freq, b->agg_freq, 0 },
+		{ "--seed", a->seed, b->seed, 0 },
+		{ "--fp16-compress", a->fp16, b->fp16, 1 },
+		{ "--no-average-metrics", !a->average_metrics, !b->average_metrics, 1 },
+		{ "--resume", a->resume, b->resume, 1 },
+	};
+
+	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
+		if (opt[i].a == opt[i].b)
+			continue;
+		if (opt[i].flag) {
+			snprintf(av, len, "%s", opt[i].a ? "on" : "off");
+			snprintf(bv, len, "%s", opt[i].b ? "on" : "off");
+		} else {
+			snprintf(av, len, "%llu", (unsigned long long)opt[i].a);
+			snprintf(bv, len, "%llu", (unsigned long long)opt[i].b);
+		}
+		return opt[i].name;
+	}
+	return NULL;
+}
+
+/* Every rank's options against rank 0's, once before the first step: ranks
+ * that disagree would otherwise run different collectives, or the same
+ * ones on different data, and fail later or not at all.  0; the exit
+ * status after one line naming the option, both values and both ranks
+ * (the same line on every rank); or 1 when the allgather failed. */
+static int check_opts(struct trainer *t)
+{
+	const struct train_opts *o = t->o;
+	struct shared_opts mine = {
+		.steps = o->steps, .grad_bytes = o->grad_bytes, .global_batch = o->global_batch,
+		.seed = o->seed, .agg_freq = o->agg_freq, .fp16 = o->fp16,
+		.average_metrics = o->average_metrics, .resume = o->resume,
+	}, *all = calloc((size_t)t->size, sizeof(*all));
+	char av[32], bv[32];
+	int status = 0;
+
+	if (!all) {
+		fprintf(stderr, "slotcomm_train: rank %d: out of memory\n", t->rank);
+		return 1;  /* the others then fail in the allgather, naming this rank */
+	}
+	if (slotcomm_allgather(t->c, &mine, sizeof(mine), all) < 0) {
+		free(all);
+		return comm_failed(t, "checking the options");
+	}
+	for (int i = 1; i < t->size && !status; i++) {
+		const char *name = opts_diff(&all[i], &all[0], av, bv, sizeof(av));
+
+		if (name) {
+			fprintf(stderr, "slotcomm_train: rank %d: rank %d has %s %s, rank 0 has %s: "
+				"every rank must be given the same options\n", t->rank, i, name, av,
+				bv);
+			status = TRAIN_EXIT_USAGE;
+		}
+	}
+	free(all);
+	return status;
+}
+
 static void print_start(const struct trainer *t)
 {
 	const struct train_opts *o = t->o;
@@ -437,6 +517,9 @@ static int run(struct trainer *t, const struct slotcomm_config *cfg)
 		fprintf(stderr, "slotcomm_train: rank %d: %s\n", t->rank, err);
 		return 1;
 	}
+	status = check_opts(t);
+	if (status)
+		return status;
 	t0 = clock_mono();
 	print_start(t);
 	status = t->o->resume ? resume(t) : 0;

@@ -3,6 +3,9 @@
  * library, run by every rank of the job described by the worker
  * environment (<slotcomm/slotcomm.h>), with Determined's semantics:
  *
+ *  - the ranks compare their options once at start (one allgather) and,
+ *    when any differs from rank 0's, all exit 2 with the same line naming
+ *    the option, both values and both ranks;
  *  - the global batch is split over the ranks (global // world per slot,
  *    the remainder dropped, and said);
  *  - every step each rank adds the gradient of its per-slot batch (model.h)
@@ -30,7 +33,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define TRAIN_EXIT_USAGE 2  /* bad flags, environment, or a checkpoint of another run */
+#define TRAIN_EXIT_USAGE 2  /* bad flags, environment, options differing between ranks, or a
+			     * checkpoint of another run */
 
 struct train_opts {
 	uint64_t steps;         /* the run ends after this step (1-based) */
@@ -45,7 +49,8 @@ struct train_opts {
 };
 
 /* Runs the loop; returns the exit status: 0 (finished or preempted), 1 (a
- * failure, or a damaged or missing checkpoint), 2 (TRAIN_EXIT_USAGE). */
+ * failure, or a damaged or missing checkpoint), 2 (TRAIN_EXIT_USAGE, also
+ * for ranks given different options). */
 int train_main(const struct train_opts *o);
 
 #endif

@@ -1,13 +1,16 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of `slotcomm_train` (examples/train) under the built slotrun: the batch
-split, chief-only metrics, synchronized preemption, checkpoints, and a
-resumed run ending bit for bit where an uninterrupted one does."""
+split, chief-only metrics, synchronized preemption, checkpoints, a
+resumed run ending bit for bit where an uninterrupted one does, and ranks
+given different options failing at start."""
 
 import os
 import re
+import shlex
 import shutil
 import signal
 import tempfile
+import time
 
 from harness import Proc, binary, case, free_port, job_env, pids_with_env, run, run_cmd
 
@@ -243,6 +246,42 @@ def damaged_or_mismatched_checkpoint_is_refused_with_one_line():
         f.write(good)
     out, _ = ok(2, again)
     assert b"resumed from" in out and losses(out) == {}, out
+
+
+def start_differing(args, odd_args, name):
+    """Two ranks under slotrun, rank 1 with odd_args instead of args (a shell
+    picks by RANK); SLOTRUN_TIMEOUT=60, far above the time allowed."""
+    def cmd(a):
+        return " ".join(shlex.quote(x) for x in [TRAIN, *a, "--checkpoint-dir", ckdir(name)])
+    script = f'if [ "$RANK" = 1 ]; then exec {cmd(odd_args)}; else exec {cmd(args)}; fi'
+    argv = [SR, "--slots", "2", "--master-port", str(free_port()), "--", "sh", "-c", script]
+    return Proc(argv, environ=job_env({"SLOTRUN_TIMEOUT": "60"}))
+
+
+@case
+def ranks_with_different_options_fail_at_start_naming_both():
+    # Before the check, a different --aggregation-frequency hung in mismatched
+    # collectives until SLOTRUN_TIMEOUT, and a different --global-batch-size
+    # ran to the end with exit 0, each rank on its own batch.
+    base = ["--steps", "6", "--grad-bytes", "16K", "--global-batch-size", "32"]
+    for flag, mine, theirs in (("--aggregation-frequency", "1", "3"),
+                               ("--global-batch-size", "32", "64")):
+        args = [*base, flag, mine] if flag not in base else base
+        odd = [*base, flag, theirs] if flag not in base else \
+            [x if i != base.index(flag) + 1 else theirs for i, x in enumerate(base)]
+        t0 = time.monotonic()
+        p = start_differing(args, odd, "differ" + flag)
+        code = p.finish(20)
+        assert time.monotonic() - t0 < 20
+        line = f"rank 1 has {flag} {theirs}, rank 0 has {mine}: every rank must be given the " \
+               f"same options"
+        err = p.err.decode()
+        assert code == 2, (flag, code, err[-2000:])
+        for r in (0, 1):
+            assert f"[rank={r}] slotcomm_train: rank {r}: {line}\n" in err, (flag, r, err[-2000:])
+        assert re.search(r"rank 1 \(local rank 1, pid \d+\): exit 2\b", err) or \
+            re.search(r"job failed: rank 1 .* exit 2\b", err), err[-2000:]
+        assert b"step 1 loss" not in p.out, p.out
 
 
 @case

@@ -124,7 +124,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	FUZZ_CHECK(h.type > 0 && h.type < FRAME_TYPE_END && h.len <= size - FRAME_HDR_LEN);
-	frame_encode_hdr(hdr, h.type, h.seq, h.len);
+	frame_encode_coll_hdr(hdr, h.type, h.coll, h.seq, h.len);
 	FUZZ_CHECK(memcmp(hdr, data, FRAME_HDR_LEN) == 0);
 	payload(h.type, data + FRAME_HDR_LEN, (size_t)h.len);
 	return 0;

@@ -24,6 +24,32 @@ LEAK_TEST(frame, header_round_trip)
 	cr_assert_eq(b[8], 0x08);
 }
 
+LEAK_TEST(frame, header_carries_the_collective)
+{
+	uint8_t b[FRAME_HDR_LEN];
+	struct frame_hdr h;
+	const char *why = NULL;
+
+	frame_encode_coll_hdr(b, FRAME_GATHER, FRAME_COLL_BARRIER, 6, 0);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), 0);
+	cr_assert_eq(h.type, FRAME_GATHER);
+	cr_assert_eq(h.coll, FRAME_COLL_BARRIER);
+	cr_assert_eq(h.seq, 6);
+	cr_assert(b[6] == FRAME_GATHER && b[7] == FRAME_COLL_BARRIER);
+
+	/* outside collectives the byte is 0, as before it carried anything */
+	frame_encode_hdr(b, FRAME_BYE, 5, 0);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), 0);
+	cr_assert_eq(h.coll, FRAME_COLL_NONE);
+	cr_assert_eq(b[7], 0);
+
+	frame_encode_coll_hdr(b, FRAME_GATHER, FRAME_COLL_END, 6, 0);
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+	cr_assert_str_eq(why, "unknown collective");
+	b[7] = 0xff;
+	cr_assert_eq(frame_decode_hdr(b, 100, &h, &why), -EPROTO);
+}
+
 LEAK_TEST(frame, header_rejections)
 {
 	uint8_t b[FRAME_HDR_LEN];
@@ -62,6 +88,9 @@ LEAK_TEST(frame, type_names)
 	cr_assert_str_eq(frame_type_name(FRAME_ALLREDUCE), "all-reduce");
 	cr_assert_str_eq(frame_type_name(0), "unknown");
 	cr_assert_str_eq(frame_type_name(999), "unknown");
+	cr_assert_str_eq(frame_coll_name(FRAME_COLL_ALLREDUCE), "all-reduce");
+	cr_assert_str_eq(frame_coll_name(FRAME_COLL_PREEMPT), "should_preempt");
+	cr_assert_str_eq(frame_coll_name(FRAME_COLL_END), "unknown");
 }
 
 static struct frame_register sample_register(void)

@@ -39,7 +39,12 @@
  *
  * Collectives must be called by every rank in the same order with the same
  * arguments (lengths, count, type, op); a mismatch that can be seen on the
- * wire is an error, not undefined behaviour.
+ * wire is an error, not undefined behaviour: every collective carries its
+ * kind, sequence number and shape, so ranks that part are told within one
+ * step, on every rank, with both positions ("rank 0 is at allgather #7,
+ * rank 1 at all-reduce #7 of 1024 float32 sum"; "... rank 1 ended after
+ * #8" for one that called slotcomm_destroy first).  NCCL all-reduces are
+ * numbered but their data is not checked (slotcomm(3)).
  *
  * Errors: every function returns 0 or a negative errno.  After an error the
  * communicator is broken: slotcomm_error() holds one line that names the
