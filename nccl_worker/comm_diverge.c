@@ -44,7 +44,10 @@ int comm_diverged(struct slotcomm *c, int peer, const struct comm_pos *theirs)
 		cur.shaped = 0;
 	pos_text(&cur, mine, sizeof(mine));
 	pos_text(theirs, other, sizeof(other));
-	return comm_fail(c, -EPROTO, peer,
+	/* nobody is blamed: which side went astray (the rank that ran one
+	 * step fewer, or the one that ran one more?) only the program knows,
+	 * and a culprit would make the launcher's headline pick one */
+	return comm_fail(c, -EPROTO, -1,
 			 "rank %d is at %s, rank %d %s%s: every rank must call the same "
 			 "collectives in the same order with the same arguments", c->rank, mine, peer,
 			 theirs->ended ? "" : "at ", other);

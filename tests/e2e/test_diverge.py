@@ -109,4 +109,34 @@ def different_iterations_over_shm_and_tcp_across_nodes():
             assert b"# transport shm+tcp" in procs[0].out, procs[0].out[:2000]
 
 
+@case
+def under_slotrun_nobody_is_blamed_for_a_divergence():
+    """Which side went astray only the program knows: the headline is the
+    first rank's failure with the positions, never "rank X, named by rank
+    Y", and the --error-file's root cause has no named_by."""
+    import json
+    import os
+    import subprocess
+    import tempfile
+    from jobs import SR
+    from harness import job_env
+    d = tempfile.mkdtemp(prefix="test_diverge.")
+    script, ef = os.path.join(d, "rank.sh"), os.path.join(d, "err.json")
+    with open(script, "w") as f:
+        f.write('#!/bin/sh\nif [ "$RANK" = 1 ]; then exec "$@" -n 3; fi\nexec "$@" -n 2\n')
+    os.chmod(script, 0o755)
+    env = job_env({"SLOTRUN_TIMEOUT": str(TIMEOUT)})
+    p = subprocess.run([SR, "--slots", "2", "--error-file", ef, "--", script, NW,
+                        *[a for a in BASE if a not in ("-n", "2")]], env=env,
+                       stdin=subprocess.DEVNULL, capture_output=True, timeout=PROMPT + 10)
+    err = p.stderr.decode()
+    assert p.returncode == 1, (p.returncode, err)
+    head = [ln for ln in err.splitlines() if ln.startswith("slotrun: job failed:")]
+    assert len(head) == 1 and POSITIONS.search(head[0]), err
+    assert "named by" not in err, err
+    with open(ef) as f:
+        cause = json.load(f)["root_cause"]
+    assert "named_by" not in cause and POSITIONS.search(cause["message"]), cause
+
+
 run()
