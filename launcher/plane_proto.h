@@ -15,10 +15,14 @@
  *   node  -> chief  JOIN     node nonce Nn, MAC, join fields
  *                            MAC = HMAC(secret; "slotrun-join", Nc, Nn, fields)
  *   chief -> node   WELCOME  HMAC(secret; "slotrun-welcome", Nn, Nc)
- *                   or REFUSE (wrong MAC: the secrets differ)
+ *                   or REFUSE (wrong MAC: the secrets differ), then the
+ *                   close, or MISMATCH naming whose secret is the odd one
+ *                   when the join ends for it (plane_coord_secret)
  * Both nonces are fresh per connection, so a recorded JOIN or WELCOME does
- * not verify on another connection.  Messages after the handshake are not
- * authenticated one by one: the plane trusts the TCP connection it proved.
+ * not verify on another connection.  The fields end with the secret's id
+ * (plane_secret_id), which tells another secret from a replay.  Messages
+ * after the handshake are not authenticated one by one: the plane trusts
+ * the TCP connection it proved.
  *
  * Then the chief checks that the nodes agree (PLANE_ABORT on a mismatch,
  * PLANE_START when all are in), relays failures, stops and signals to every
