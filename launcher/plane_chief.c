@@ -2,6 +2,7 @@
 #include "plane_chief.h"
 
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,20 @@ static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *e
 	snprintf(m.text, sizeof(m.text), "%s", a->text);
 	if (a->first)
 		plane_say(p, "%s", a->text);
-	for (struct conn *c = p->conns; c; c = c->next)
-		if ((c->authed || c == extra) && !c->told) {
+	for (struct conn *c = p->conns; c; c = c->next) {
+		if (c->told)
+			continue;
+		if (c->authed || c == extra) {
 			c->told = true;
 			c->closing = true;
 			plane_conn_send(c, &m);
+		} else if (c->node >= 0) { /* held: it hears whose secret is odd */
+			c->told = true;
+			c->closing = true;
+			plane_conn_send(c, &(struct plane_msg){ .type = PLANE_MISMATCH,
+								.node = plane_coord_odd(&p->coord, c->node) });
 		}
+	}
 }
 
 /* The other nodes stop; ours too unless the stop came from here. */
@@ -137,29 +146,106 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 	}
 }
 
+/* Every listed node's addresses, for plane_where.  An entry that does not
+ * resolve is asked again later (names may resolve late), at most once a
+ * second, so that strangers' JOINs cannot keep the loop in the resolver;
+ * one that did is kept.  The lookups block the loop: they run only for a
+ * JOIN during the join, before any worker runs here. */
+static void resolve_nodes(struct plane *p)
+{
+	double now = clock_mono();
+
+	if (p->where_at > 0 && now - p->where_at < 1.0)
+		return;
+	p->where_at = now;
+	for (int k = 0; k < p->cfg->nnodes; k++) {
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
+		struct plane_node_addrs *w = &p->where[k];
+
+		if (w->n >= 0 || !ci_addr_known(p->cfg->addrs[k]) ||
+		    getaddrinfo(p->cfg->addrs[k], NULL, &hints, &res) != 0)
+			continue;
+		w->n = 0;
+		for (struct addrinfo *ai = res; ai && w->n < PLANE_NODE_ADDRS; ai = ai->ai_next)
+			if (sock_addr_host(ai->ai_addr, w->addr[w->n], sizeof(w->addr[w->n])) == 0)
+				w->n++;
+		freeaddrinfo(res);
+	}
+}
+
+/* What c's address says about its claim to be node `node` (plane_where);
+ * nothing once the join is over. */
+static enum plane_from where_from(struct conn *c, int node, int *other)
+{
+	struct plane *p = c->p;
+
+	if (node < 1 || node >= p->cfg->nnodes ||
+	    (p->coord.phase != PLANE_JOINING && p->coord.phase != PLANE_ABORTING))
+		return PLANE_FROM_UNSURE;
+	resolve_nodes(p);
+	return plane_where(p->where, p->cfg->nnodes, node, c->peer, other);
+}
+
+/* A JOIN whose MAC failed.  When it comes during the join from the address
+ * of the node it claims to be, with another secret's id, it is evidence
+ * that the secrets differ: the connection is held until the chief can say
+ * whose secret is the odd one (plane_coord_secret), then hears it
+ * (MISMATCH) as every node does.  Anything else (a stranger, a replayed or
+ * forged JOIN, a node once the job runs) is refused alone: the job goes
+ * on. */
+static void other_secret(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	struct plane_msg refuse = { .type = PLANE_REFUSE };
+	struct plane_acts a = { .origin = -1 };
+	unsigned char ours[AUTH_MAC_LEN];
+	bool another;
+	int k = m->join.node_rank, other;
+
+	plane_secret_id(p->cfg->secret, ours);
+	another = m->join.has_id && memcmp(ours, m->join.secret_id, AUTH_MAC_LEN) != 0;
+	if (another && where_from(c, k, &other) == PLANE_FROM_CLAIMED)
+		a = plane_coord_secret(&p->coord, k, m->join.secret_id);
+	snprintf(refuse.text, sizeof(refuse.text), "wrong job secret");
+	if (a.held) {
+		/* bounded by the node count, not by the strangers' cap */
+		c->node = k;
+		p->npending--;
+	} else {
+		bool say = p->strangers_said++ < MAX_STRANGER_LINES;
+
+		if (say && another)
+			plane_say(p, "a node at %s presented another job secret: not joined (SLOTRUN_JOB_SECRET "
+				  "or --secret-file must be the same on every node)", c->peer);
+		else if (say)
+			plane_say(p, "a connection from %s did not prove the job secret (a replayed or forged "
+				  "join?): not joined", c->peer);
+		c->closing = true;
+	}
+	plane_conn_send(c, &refuse);
+	apply(p, &a, NULL);
+}
+
 /* A JOIN on a connection that has not proved the secret yet. */
 static void join(struct conn *c, const unsigned char *frame, size_t len, const struct plane_msg *m)
 {
 	struct plane *p = c->p;
 	struct plane_msg welcome = { .type = PLANE_WELCOME };
 	struct plane_acts a;
+	int other;
 
 	if (!plane_check_join(p->cfg->secret, c->nonce, frame, len, m)) {
-		struct plane_msg refuse = { .type = PLANE_REFUSE };
-
-		if (p->strangers_said++ < MAX_STRANGER_LINES)
-			plane_say(p, "a node at %s presented another job secret: not joined (SLOTRUN_JOB_SECRET "
-				  "or --secret-file must be the same on every node)", c->peer);
-		snprintf(refuse.text, sizeof(refuse.text), "wrong job secret");
-		c->closing = true;
-		plane_conn_send(c, &refuse);
+		other_secret(c, m);
 		return;
 	}
 	c->authed = true;
 	p->npending--;
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
 	plane_conn_send(c, &welcome);
-	a = plane_coord_join(&p->coord, &m->join);
+	if (where_from(c, m->join.node_rank, &other) == PLANE_FROM_OTHER)
+		a = plane_coord_misplaced(&p->coord, m->join.node_rank, other, c->peer);
+	else
+		a = plane_coord_join(&p->coord, &m->join);
 	if (!a.abort) {
 		c->node = m->join.node_rank; /* in range: plane_coord_join checked */
 		p->by_node[c->node] = c;
@@ -182,6 +268,8 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 		return;
 	}
 	if (!c->authed) {
+		if (c->node >= 0) /* held: it waits for the verdict */
+			return;
 		if (m.type == PLANE_JOIN)
 			join(c, frame, len, &m);
 		else
@@ -225,7 +313,7 @@ static void on_dropped(struct conn *c)
 {
 	struct plane *p = c->p;
 
-	if (!c->authed)
+	if (!c->authed && c->node < 0)
 		p->npending--;
 	if (c->node >= 0 && p->by_node[c->node] == c)
 		p->by_node[c->node] = NULL;
@@ -256,10 +344,20 @@ const struct plane_side plane_chief_side = {
 static int challenge(struct plane *p, int fd, const struct sockaddr *sa)
 {
 	struct plane_msg chal = { .type = PLANE_CHAL };
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)sa;
 	char peer[64] = "?";
 	struct conn *c;
 
-	sock_addr_host(sa, peer, sizeof(peer));
+	/* the dual-stack listener sees an IPv4 node as ::ffff:a.b.c.d: named
+	 * as the IPv4 address it is */
+	if (sa->sa_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr)) {
+		struct sockaddr_in a4 = { .sin_family = AF_INET };
+
+		memcpy(&a4.sin_addr, a6->sin6_addr.s6_addr + 12, 4);
+		sock_addr_host((struct sockaddr *)&a4, peer, sizeof(peer));
+	} else {
+		sock_addr_host(sa, peer, sizeof(peer));
+	}
 	(void)sock_tune(fd, 0);
 	c = plane_conn_new(p, fd, peer);
 	if (!c) {
@@ -337,9 +435,12 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 					    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
 					    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
 	p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
-	if (!p->by_node || plane_coord_init(&p->coord, &p->ccfg) < 0) {
+	p->where = calloc((size_t)cfg->nnodes, sizeof(*p->where));
+	if (!p->by_node || !p->where || plane_coord_init(&p->coord, &p->ccfg) < 0) {
 		free(p->by_node);
+		free(p->where);
 		p->by_node = NULL;
+		p->where = NULL;
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -353,6 +454,8 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	for (int k = 0; k < cfg->nnodes; k++)
+		p->where[k].n = -1;
 	event_add(p->ev_accept, NULL);
 	evtimer_add(p->ev_join, &tv);
 	return 0;
@@ -413,4 +516,5 @@ void plane_chief_close(struct plane *p)
 	if (p->by_node)
 		plane_coord_free(&p->coord);
 	free(p->by_node);
+	free(p->where);
 }

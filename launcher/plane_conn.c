@@ -253,6 +253,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	take_frames(c);
 }
 
+/* A connection whose secret differs, held until the join names the odd
+ * secret (the chief's side), or refused and waiting to hear it (a
+ * node's): the join timeout bounds it, and the chief holds at most one
+ * per node. */
+static bool waits_for_verdict(const struct conn *c)
+{
+	return c->p->chief ? c->node >= 0 : c->p->mstate == M_REFUSED;
+}
+
 /* One connection's deadlines at now: a drain or a handshake that took too
  * long, a peer silent too long; and our heartbeat when it is due. */
 static void check(struct conn *c, double now, const char *silent)
@@ -267,7 +276,7 @@ static void check(struct conn *c, double now, const char *silent)
 		return;
 	}
 	if (!c->authed) {
-		if (now - c->born > PLANE_AUTH_DEADLINE)
+		if (now - c->born > PLANE_AUTH_DEADLINE && !waits_for_verdict(c))
 			plane_conn_lost(c, "no answer to the handshake");
 		return;
 	}

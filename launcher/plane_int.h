@@ -28,7 +28,9 @@ struct plane_side {
 	void (*connected)(struct conn *c, int err);
 };
 
-enum member_state { M_CONNECTING, M_HELLO, M_WAITING, M_RUNNING, M_ENDED };
+/* M_REFUSED: the chief refused our secret and may still say whose secret
+ * is the odd one (PLANE_MISMATCH) before it closes. */
+enum member_state { M_CONNECTING, M_HELLO, M_WAITING, M_REFUSED, M_RUNNING, M_ENDED };
 
 struct plane {
 	struct event_base *base;
@@ -51,6 +53,8 @@ struct plane {
 	struct plane_coord_cfg ccfg;
 	struct plane_coord coord;
 	struct conn **by_node;
+	struct plane_node_addrs *where;  /* per node, resolved once needed (plane_where) */
+	double where_at;          /* clock_mono() of the last lookup of those not resolved */
 	int npending;
 	int strangers_said;
 	/* other nodes */

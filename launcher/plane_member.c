@@ -19,6 +19,7 @@
 #define SHOWN_BYTES 32
 
 static void try_connect(struct plane *p);
+static void refused(struct plane *p);
 
 /* The one deadline of the join (connect, handshake, retries): the node
  * gives up with the last reason (status 2). */
@@ -121,6 +122,10 @@ static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
 
 	if (p->ended || (c && c->authed))
 		return;
+	if (p->mstate == M_REFUSED) {
+		refused(p);
+		return;
+	}
 	if (c && c->connecting)
 		snprintf(p->connect_err, sizeof(p->connect_err),
 			 "the connection got no answer (is a firewall dropping it?)");
@@ -169,16 +174,48 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 	p->mstate = M_WAITING; /* for WELCOME, then START */
 }
 
+/* The chief refused our secret and said nothing more: status 2, since
+ * retrying with the same secret would not change that. */
+static void refused(struct plane *p)
+{
+	plane_say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
+		  "(or --secret-file) on every node", plane_host(p, 0), p->cfg->control_port);
+	plane_end_job(p, 2, NULL);
+}
+
+/* After a REFUSE, the chief may say whose secret is the odd one before it
+ * closes (PLANE_MISMATCH): the join ends on every node with that line.
+ * The message is not authenticated (the secrets differ), so it only
+ * chooses which line ends this node, as the REFUSE already ends it. */
+static void mismatch(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	char line[PLANE_TEXT_MAX];
+	int odd = m->node;
+
+	if (m->type != PLANE_MISMATCH) {
+		refused(p);
+		return;
+	}
+	if (odd >= p->cfg->nnodes || (odd != 0 && odd != p->cfg->node_rank))
+		odd = p->cfg->node_rank; /* the chief may only name itself or us */
+	plane_secret_line(line, sizeof(line), odd, plane_host(p, odd));
+	plane_say(p, "%s", line);
+	plane_end_job(p, 2, NULL);
+}
+
 /* The chief's answer to our JOIN: it must prove the secret in turn. */
 static void check_welcome(struct conn *c, const struct plane_msg *m)
 {
 	struct plane *p = c->p;
 	const struct plane_cfg *g = p->cfg;
 
+	if (p->mstate == M_REFUSED) {
+		mismatch(c, m);
+		return;
+	}
 	if (m->type == PLANE_REFUSE) {
-		plane_say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
-			  "(or --secret-file) on every node", plane_host(p, 0), g->control_port);
-		plane_end_job(p, 2, NULL);
+		p->mstate = M_REFUSED;
 		return;
 	}
 	if (m->type != PLANE_WELCOME || !plane_check_welcome(g->secret, c->nonce, c->peer_nonce, m->mac)) {
@@ -339,7 +376,9 @@ static void not_slotrun(struct conn *c)
 
 static void on_lost(struct conn *c, const char *why)
 {
-	if (!c->authed && c->p->mstate == M_HELLO && !may_be_slotrun(c))
+	if (c->p->mstate == M_REFUSED)
+		refused(c->p);
+	else if (!c->authed && c->p->mstate == M_HELLO && !may_be_slotrun(c))
 		not_slotrun(c);
 	else if (!c->authed) /* not our chief yet: try again */
 		retry_after(c->p, why);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "plane_proto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -70,6 +71,8 @@ static void put_join(struct wbuf *w, const struct plane_join *j)
 	put_i32(w, j->max_restarts);
 	put_str(w, j->version, sizeof(j->version));
 	put_str(w, j->host, sizeof(j->host));
+	if (j->has_id)
+		put_bytes(w, j->secret_id, AUTH_MAC_LEN);
 }
 
 static void put_cause(struct wbuf *w, const struct plane_cause *c)
@@ -130,6 +133,7 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		put_i32(&w, m->node);
 		break;
 	case PLANE_RESUME:
+	case PLANE_MISMATCH:
 		put_i32(&w, m->node);
 		break;
 	case PLANE_STOP:
@@ -244,6 +248,10 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 	j->max_restarts = get_i32(r);
 	get_str(r, j->version, sizeof(j->version));
 	get_str(r, j->host, sizeof(j->host));
+	/* the id ends the frame (a JOIN is decoded to its end) */
+	j->has_id = !r->bad && r->off < r->len;
+	if (j->has_id)
+		get_bytes(r, j->secret_id, AUTH_MAC_LEN);
 }
 
 static void get_cause(struct rbuf *r, struct plane_cause *c)
@@ -325,6 +333,7 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 		m->node = get_i32(r);
 		return 0;
 	case PLANE_RESUME:
+	case PLANE_MISMATCH:
 		m->node = get_i32(r);
 		return 0;
 	case PLANE_STOP:
@@ -366,7 +375,7 @@ static int check_ranges(unsigned type, const struct plane_msg *m)
 		return -EPROTO;
 	if ((type == PLANE_PAUSE_REQ || type == PLANE_PAUSE) && (m->sig < 1 || m->sig >= NSIG))
 		return -EPROTO;
-	if ((type == PLANE_PAUSE || type == PLANE_RESUME) && m->node < 0)
+	if ((type == PLANE_PAUSE || type == PLANE_RESUME || type == PLANE_MISMATCH) && m->node < 0)
 		return -EPROTO;
 	if ((type == PLANE_ABORT || type == PLANE_DONE || type == PLANE_END) &&
 	    (m->code < 0 || m->code > 255))
@@ -412,6 +421,8 @@ int plane_make_join(const char *secret, const unsigned char chief_nonce[AUTH_NON
 	size_t flen;
 	int n;
 
+	m.join.has_id = true;
+	plane_secret_id(secret, m.join.secret_id);
 	memcpy(m.nonce, node_nonce, AUTH_NONCE_LEN);
 	n = plane_encode(&m, buf, cap);
 	if (n < 0)
@@ -445,6 +456,77 @@ bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH
 	return auth_check(mac, secret, "slotrun-welcome", node_nonce, chief_nonce, NULL, 0);
 }
 
+void plane_secret_id(const char *secret, unsigned char id[AUTH_MAC_LEN])
+{
+	static const unsigned char none[AUTH_NONCE_LEN];
+
+	auth_mac(id, secret, "slotrun-secret-id", none, none, NULL, 0);
+}
+
+/* ---- Where a connection comes from ---- */
+
+/* A numeric address as 16 bytes, IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d),
+ * so that both spellings compare equal.  false: not a numeric address. */
+static bool parse_addr(const char *s, unsigned char out[16])
+{
+	struct in_addr a4;
+
+	if (inet_pton(AF_INET, s, &a4) == 1) {
+		memset(out, 0, 10);
+		out[10] = out[11] = 0xff;
+		memcpy(out + 12, &a4, 4);
+		return true;
+	}
+	return inet_pton(AF_INET6, s, out) == 1;
+}
+
+static bool loopback16(const unsigned char a[16])
+{
+	static const unsigned char mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const unsigned char one[16] = { [15] = 1 };
+
+	return (memcmp(a, mapped, 12) == 0 && a[12] == 127) || memcmp(a, one, 16) == 0;
+}
+
+enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, int claimed,
+			    const char *from, int *other)
+{
+	unsigned char f[16], x[16];
+	bool doubt = false, claimed_holds = false;
+	int owners = 0, owner = -1;
+
+	if (!from || !parse_addr(from, f))
+		return PLANE_FROM_UNSURE;
+	for (int k = 0; k < nnodes; k++) {
+		bool holds = false;
+
+		if (nodes[k].n < 0) {
+			doubt = true;
+			continue;
+		}
+		for (int i = 0; i < nodes[k].n && i < PLANE_NODE_ADDRS; i++) {
+			if (!parse_addr(nodes[k].addr[i], x)) {
+				doubt = true;
+				continue;
+			}
+			doubt = doubt || loopback16(x);
+			holds = holds || memcmp(x, f, 16) == 0;
+		}
+		if (!holds)
+			continue;
+		if (k == claimed)
+			claimed_holds = true;
+		owners++;
+		owner = k;
+	}
+	if (claimed_holds)
+		return PLANE_FROM_CLAIMED;
+	if (doubt || loopback16(f) || owners != 1)
+		return PLANE_FROM_UNSURE;
+	*other = owner;
+	return PLANE_FROM_OTHER;
+}
+
 /* ---- The chief's decisions ---- */
 
 int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
@@ -453,7 +535,9 @@ int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
 	c->st = calloc((size_t)cfg->nnodes, sizeof(*c->st));
 	c->done_code = calloc((size_t)cfg->nnodes, sizeof(*c->done_code));
 	c->paused = calloc((size_t)cfg->nnodes, sizeof(*c->paused));
-	if (!c->st || !c->done_code || !c->paused) {
+	c->other_secret = calloc((size_t)cfg->nnodes, sizeof(*c->other_secret));
+	c->ids = calloc((size_t)cfg->nnodes, sizeof(*c->ids));
+	if (!c->st || !c->done_code || !c->paused || !c->other_secret || !c->ids) {
 		plane_coord_free(c);
 		return -ENOMEM;
 	}
@@ -468,9 +552,13 @@ void plane_coord_free(struct plane_coord *c)
 	free(c->st);
 	free(c->done_code);
 	free(c->paused);
+	free(c->other_secret);
+	free(c->ids);
 	c->st = NULL;
 	c->done_code = NULL;
 	c->paused = NULL;
+	c->other_secret = NULL;
+	c->ids = NULL;
 }
 
 static bool everyone_told(const struct plane_coord *c)
@@ -516,6 +604,108 @@ static struct plane_acts tell_late(struct plane_coord *c, int node)
 	return a;
 }
 
+#define SECRET_FIX "give every node the same --secret-file / SLOTRUN_JOB_SECRET"
+
+void plane_secret_line(char *buf, size_t len, int node, const char *host)
+{
+	if (node == 0)
+		snprintf(buf, len, "node 0 (%s), the chief, holds another job secret than the other nodes: "
+			 SECRET_FIX, host);
+	else
+		snprintf(buf, len, "node %d (%s) presented another job secret: " SECRET_FIX, node, host);
+}
+
+/* Whether the evidence of the join names whose secret is the odd one; if
+ * so, *a aborts the join with the line.  At the join timeout (final) the
+ * nodes that presented another secret are odd, whatever came. */
+static bool secret_verdict(struct plane_coord *c, bool final, struct plane_acts *a)
+{
+	const struct plane_coord_cfg *g = c->cfg;
+	char names[PLANE_TEXT_MAX / 2] = "", line[PLANE_TEXT_MAX];
+	int presented = 0, named = 0;
+	bool twins = false;
+	size_t len = 0;
+
+	for (int k = 1; k < g->nnodes; k++) {
+		if (!c->other_secret[k])
+			continue;
+		presented++;
+		for (int i = 1; i < k; i++)
+			twins = twins || (c->other_secret[i] && memcmp(c->ids[i], c->ids[k], AUTH_MAC_LEN) == 0);
+	}
+	if (!presented)
+		return false;
+	if (c->joined > 1)
+		c->chief_odd = false; /* a node proved ours */
+	else if (twins)
+		c->chief_odd = true;  /* two nodes agree against the chief */
+	else if (presented == g->nnodes - 1 || final)
+		c->chief_odd = false; /* no one else is left to ask */
+	else
+		return false;
+	for (int k = 1; k < g->nnodes; k++) {
+		if (!c->other_secret[k])
+			continue;
+		if (c->st[k] == PLANE_N_ABSENT)
+			c->st[k] = PLANE_N_TOLD; /* told by MISMATCH, or gone */
+		if (len < sizeof(names))
+			len += (size_t)snprintf(names + len, sizeof(names) - len, "%snode %d (%s)",
+						named++ ? ", " : "", k, g->addrs[k]);
+	}
+	if (c->chief_odd)
+		plane_secret_line(line, sizeof(line), 0, g->addrs[0]);
+	else if (named == 1)
+		snprintf(line, sizeof(line), "%s presented another job secret: " SECRET_FIX, names);
+	else
+		snprintf(line, sizeof(line), "%s presented other job secrets than node 0's: " SECRET_FIX, names);
+	*a = abort_with(c, 2, "%s", line);
+	return true;
+}
+
+struct plane_acts plane_coord_secret(struct plane_coord *c, int node, const unsigned char id[AUTH_MAC_LEN])
+{
+	struct plane_acts a = { .origin = -1 };
+
+	if (node < 1 || node >= c->cfg->nnodes)
+		return a;
+	if (c->phase == PLANE_ABORTING && c->st[node] == PLANE_N_ABSENT) {
+		/* refused alone, and that tells it the join is over */
+		c->st[node] = PLANE_N_TOLD;
+		a.code = c->code;
+		a.exit = everyone_told(c);
+		return a;
+	}
+	if (c->phase != PLANE_JOINING || c->st[node] != PLANE_N_ABSENT || c->other_secret[node])
+		return a;
+	c->other_secret[node] = true;
+	memcpy(c->ids[node], id, AUTH_MAC_LEN);
+	secret_verdict(c, false, &a);
+	a.held = true;
+	return a;
+}
+
+int plane_coord_odd(const struct plane_coord *c, int node)
+{
+	return c->chief_odd ? 0 : node;
+}
+
+struct plane_acts plane_coord_misplaced(struct plane_coord *c, int node, int other, const char *from)
+{
+	const struct plane_coord_cfg *g = c->cfg;
+
+	if (node < 1 || node >= g->nnodes || other < 0 || other >= g->nnodes || other == node)
+		return (struct plane_acts){ .origin = -1 };
+	if (c->phase == PLANE_ABORTING)
+		return tell_late(c, node);
+	if (c->phase != PLANE_JOINING)
+		return (struct plane_acts){ .origin = -1 };
+	if (c->st[node] == PLANE_N_ABSENT)
+		c->st[node] = PLANE_N_TOLD;
+	return abort_with(c, 2, "node %d joined from %s, which the node list gives node %d (%s), not node %d "
+			  "(%s): check the node rank given to the slotrun on %s (--node-rank)", node, from, other,
+			  g->addrs[other], node, g->addrs[node], from);
+}
+
 struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j)
 {
 	const struct plane_coord_cfg *g = c->cfg;
@@ -554,7 +744,10 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 				  j->max_restarts, g->max_restarts);
 	}
 	c->st[k] = PLANE_N_JOINED;
-	if (++c->joined == g->nnodes) {
+	++c->joined;
+	if (secret_verdict(c, false, &none))
+		return none; /* it proved ours: those that presented another are odd */
+	if (c->joined == g->nnodes) {
 		c->phase = PLANE_RUNNING;
 		none.start = true;
 	}
@@ -575,6 +768,11 @@ struct plane_acts plane_coord_join_timeout(struct plane_coord *c)
 	}
 	if (c->phase != PLANE_JOINING)
 		return (struct plane_acts){ .origin = -1 };
+	if (secret_verdict(c, true, &a)) {
+		a.exit = true;
+		c->phase = PLANE_ENDED;
+		return a;
+	}
 	for (int k = 1; k < g->nnodes; k++) {
 		if (c->st[k] != PLANE_N_ABSENT)
 			continue;

@@ -15,10 +15,14 @@
  *   node  -> chief  JOIN     node nonce Nn, MAC, join fields
  *                            MAC = HMAC(secret; "slotrun-join", Nc, Nn, fields)
  *   chief -> node   WELCOME  HMAC(secret; "slotrun-welcome", Nn, Nc)
- *                   or REFUSE (wrong MAC: the secrets differ)
+ *                   or REFUSE (wrong MAC: the secrets differ), then the
+ *                   close, or MISMATCH naming whose secret is the odd one
+ *                   when the join ends for it (plane_coord_secret)
  * Both nonces are fresh per connection, so a recorded JOIN or WELCOME does
- * not verify on another connection.  Messages after the handshake are not
- * authenticated one by one: the plane trusts the TCP connection it proved.
+ * not verify on another connection.  The fields end with the secret's id
+ * (plane_secret_id), which tells another secret from a replay.  Messages
+ * after the handshake are not authenticated one by one: the plane trusts
+ * the TCP connection it proved.
  *
  * Then the chief checks that the nodes agree (PLANE_ABORT on a mismatch,
  * PLANE_START when all are in), relays failures, stops and signals to every
@@ -63,7 +67,10 @@ enum plane_type {
 	PLANE_PAUSE,      /* chief -> node: sig, node that was stopped: stop the workers */
 	PLANE_RESUME,     /* chief -> node: node continued last: no node is stopped, continue
 			   * the workers */
-	PLANE_TYPE_LAST = PLANE_RESUME
+	PLANE_MISMATCH,   /* chief -> node, unauthenticated: node: the job secrets differ and
+			   * the join ends; node is the one whose secret is the odd one (0:
+			   * the chief's) */
+	PLANE_TYPE_LAST = PLANE_MISMATCH
 };
 
 struct plane_join {
@@ -71,6 +78,11 @@ struct plane_join {
 	int max_restarts;
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
+	/* Which secret the node holds (plane_secret_id), so that the chief
+	 * tells another secret from a forged or replayed JOIN, whose MAC
+	 * fails as well.  A JOIN may end before it (has_id false). */
+	bool has_id;
+	unsigned char secret_id[AUTH_MAC_LEN];
 };
 
 struct plane_msg {
@@ -82,7 +94,7 @@ struct plane_msg {
 					       * first restart) */
 	int delay_ms;                         /* RESTART */
 	int sig, node;                        /* STOP_REQ, SIGNAL_REQ, PAUSE_REQ (sig); STOP,
-					       * SIGNAL, PAUSE; RESUME (node) */
+					       * SIGNAL, PAUSE; RESUME, MISMATCH (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT */
 };
@@ -105,8 +117,8 @@ int plane_join_fields(const unsigned char *frame, size_t len, const unsigned cha
 		      size_t *flen);
 
 /* Builds a JOIN frame for j, answering the chief's nonce: fresh node nonce
- * in m->nonce (given), MAC over the encoded fields.  Returns the frame
- * length, or -EMSGSIZE. */
+ * in m->nonce (given), j's fields with the secret's id (plane_secret_id),
+ * MAC over the encoded fields.  Returns the frame length, or -EMSGSIZE. */
 int plane_make_join(const char *secret, const unsigned char chief_nonce[AUTH_NONCE_LEN],
 		    const unsigned char node_nonce[AUTH_NONCE_LEN], const struct plane_join *j,
 		    unsigned char *buf, size_t cap);
@@ -120,6 +132,40 @@ void plane_welcome_mac(const char *secret, const unsigned char node_nonce[AUTH_N
 		       const unsigned char chief_nonce[AUTH_NONCE_LEN], unsigned char mac[AUTH_MAC_LEN]);
 bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
 			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN]);
+
+/* A fixed value per secret, HMAC(secret; "slotrun-secret-id"): two JOINs
+ * with the same id were made with the same secret.  It tells nothing that
+ * a recorded JOIN does not (both allow guessing a weak secret offline). */
+void plane_secret_id(const char *secret, unsigned char id[AUTH_MAC_LEN]);
+
+/* ---- Where a connection comes from ---- */
+
+/* Up to this many addresses of one listed node are kept. */
+#define PLANE_NODE_ADDRS 8
+
+/* The numeric addresses a listed node's entry resolves to (as inet_ntop
+ * writes them); n < 0: the entry is unknown or did not resolve. */
+struct plane_node_addrs {
+	int n;
+	char addr[PLANE_NODE_ADDRS][48];
+};
+
+enum plane_from {
+	PLANE_FROM_UNSURE,  /* no conclusion: keep today's rules */
+	PLANE_FROM_CLAIMED, /* the address is one of the claimed node's */
+	PLANE_FROM_OTHER,   /* the address is exactly one other node's, without doubt */
+};
+
+/* What the address `from` (numeric; an IPv4 address written as IPv6 counts
+ * as the IPv4 one) says about a connection that claims node `claimed` of
+ * nodes[0..nnodes).  CLAIMED when it is one of that node's addresses.
+ * OTHER, with *other, only when the evidence is unambiguous: every entry
+ * resolved, no entry and not `from` is a loopback address, and exactly one
+ * entry, another node's, holds `from` (NAT, a shared host, a
+ * multi-homed node that connects from an unlisted address all give
+ * UNSURE). */
+enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, int claimed,
+			    const char *from, int *other);
 
 /* ---- The chief's decisions ---- */
 
@@ -155,6 +201,10 @@ struct plane_coord {
 	struct plane_cause ended;   /* RESTARTING: the root cause of the attempt that ended */
 	double delay;               /* RESTARTING: seconds before the next attempt */
 	int *paused;                /* per node: the signal that stopped its slotrun, or 0 */
+	/* The join's evidence of secrets that differ (plane_coord_secret). */
+	bool *other_secret;         /* per node: it presented another secret than ours */
+	unsigned char (*ids)[AUTH_MAC_LEN];  /* ... with this secret id */
+	bool chief_odd;             /* the verdict: the chief's secret is the odd one */
 };
 
 /* What the chief must carry out after an event, in this order.  A stop or
@@ -183,6 +233,8 @@ struct plane_acts {
 				* continued, but the job stays paused for pause_node */
 	bool resume;           /* no node is stopped now: send RESUME(origin) to every node and
 				* continue our workers */
+	bool held;             /* plane_coord_secret: the connection waits for the verdict
+				* (MISMATCH, with the abort); false: refuse it alone */
 };
 
 /* The root cause window of the supervisor (SUP_ROOT_WINDOW) across nodes: a
@@ -198,6 +250,32 @@ void plane_coord_free(struct plane_coord *c);
  * aborts the job with status 2 and one line naming the node and the field;
  * a node joining after that is told the same. */
 struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j);
+
+/* A connection tied to node `node` (plane_where: CLAIMED) presented the
+ * secret id `id`, not ours, while the job is joining: evidence that the
+ * secrets differ, not only a forged or replayed JOIN (whose id is ours).
+ * The join ends (status 2) once the evidence names the odd one: a node
+ * that proved our secret makes every node that presented another one odd;
+ * two nodes that presented the same other id make the chief odd; when
+ * every other node has presented another id, they are.  Until then the
+ * connection is held (acts.held).  Outside the join, for a node that has
+ * joined or already presented, or out of range: refused alone (nothing
+ * set).  The line: plane_secret_line's, or several nodes named. */
+struct plane_acts plane_coord_secret(struct plane_coord *c, int node,
+				     const unsigned char id[AUTH_MAC_LEN]);
+
+/* Which node a held connection for `node` is told is odd (MISMATCH). */
+int plane_coord_odd(const struct plane_coord *c, int node);
+
+/* A node that proved the secret and claims node `node` joined from `from`,
+ * which plane_where says is node `other`'s address: the node ranks and
+ * the addresses disagree, the join ends (2), naming both. */
+struct plane_acts plane_coord_misplaced(struct plane_coord *c, int node, int other, const char *from);
+
+/* "node 2 (10.213.0.3) presented another job secret: give every node the
+ * same --secret-file / SLOTRUN_JOB_SECRET"; for node 0, the chief holds
+ * another one than the other nodes. */
+void plane_secret_line(char *buf, size_t len, int node, const char *host);
 
 /* The join timeout ran out: the job is aborted (2), naming who is missing. */
 struct plane_acts plane_coord_join_timeout(struct plane_coord *c);

@@ -19,8 +19,8 @@ import stat
 import struct
 import time
 
-from harness import Skip, case, run
-from jobs import SYSTEM_PY, Job, clean_env, job_on, need_torch
+from harness import Proc, Skip, case, run
+from jobs import SR, SYSTEM_PY, Job, clean_env, job_on, need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DDP_CHECK = os.path.join(HERE, "..", "..", "examples", "pytorch", "ddp_check.py")
@@ -55,9 +55,9 @@ class PlaneJob(Job):
     """A job of this file's shape: node i runs slotrun --nnodes 3 --node-rank i
     with two slots, so rank r is on node r // 2."""
 
-    def start(self, i, cmd, *, node_rank=None, nnodes=3, slots=2, opts=FAST, extra=(), env=None):
+    def start(self, i, cmd, *, node_rank=None, nnodes=3, slots=2, opts=FAST, extra=(), env=None, addrs=None):
         args = ["--nnodes", str(nnodes), "--node-rank", str(i if node_rank is None else node_rank),
-                "--addrs", ",".join(self.cl.addrs), "--slots", str(slots), *opts, *extra, "--", *cmd]
+                "--addrs", ",".join(addrs or self.cl.addrs), "--slots", str(slots), *opts, *extra, "--", *cmd]
         e = env_for({"JP_DIR": self.dir}) if env is None else dict(env, JP_DIR=self.dir)
         return self.spawn(i, args, e)
 
@@ -231,17 +231,68 @@ def a_node_that_never_comes_is_named_after_the_join_timeout():
         job.assert_nothing_left()
 
 
+# --join-timeout far above the bound a case waits: an exit within that bound
+# is the join ending at once, not running out
+SLOW_JOIN = ["--join-timeout", "60", "--heartbeat-timeout", "2", "--grace", "1"]
+SECRET_FIX = "give every node the same --secret-file / SLOTRUN_JOB_SECRET"
+
+
 @case
-def wrong_secret_is_refused_and_the_job_waits_for_the_right_one():
+def a_node_with_another_secret_ends_the_join_on_every_node():
     with job_plane() as job:
-        slow = ["--join-timeout", "20", "--heartbeat-timeout", "2", "--grace", "1"]
-        job.start_all(MARK, nodes=[0, 1], opts=slow)
-        job.start(2, MARK, opts=slow, env=env_for(secret="not-" + SECRET))
-        job.expect_exit([2], [2], timeout=30)
-        assert b"refused our job secret" in job.err(2), job.describe()
-        assert job.running(0) and job.running(1), "the bad attempt disturbed the others\n" + job.describe()
+        job.start_all(MARK, nodes=[0, 1], opts=SLOW_JOIN)
+        job.start(2, MARK, opts=SLOW_JOIN, env=env_for(secret="not-" + SECRET))
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere(f"slotrun: node 2 ({job.cl.addr(2)}) presented another job secret: {SECRET_FIX}")
         assert markers(job) == [], markers(job)
-        job.start(2, MARK, opts=slow)
+        job.assert_nothing_left()
+
+
+@case
+def a_chief_with_another_secret_is_named_by_every_node():
+    with job_plane() as job:
+        job.start(0, MARK, opts=SLOW_JOIN, env=env_for(secret="not-" + SECRET))
+        job.start_all(MARK, nodes=[1, 2], opts=SLOW_JOIN)
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere(f"slotrun: node 0 ({job.cl.addr(0)}), the chief, holds another job secret "
+                                  f"than the other nodes: {SECRET_FIX}")
+        assert markers(job) == [], markers(job)
+        job.assert_nothing_left()
+
+
+@case
+def a_stray_with_another_secret_from_an_unlisted_address_is_refused_alone():
+    # a fourth namespace, not in the job's list, claims node 2's place
+    with job_plane(nodes=4) as job:
+        listed = job.cl.addrs[:3]
+        job.start_all(MARK, nodes=[0, 1], opts=SLOW_JOIN, addrs=listed)
+        job.start(3, MARK, node_rank=2, opts=SLOW_JOIN, addrs=listed, env=env_for(secret="not-" + SECRET))
+        job.expect_exit([2], [3], timeout=30)
+        assert b"refused our job secret" in job.err(3), job.describe()
+        assert job.running(0) and job.running(1), "the stray ended the join\n" + job.describe()
+        assert b"presented another job secret: not joined" in job.err(0), job.describe()
+        job.start(2, MARK, opts=SLOW_JOIN, addrs=listed)
+        job.expect_exit([0, 0, 0], nodes=[0, 1, 2], timeout=30)
+        assert_all_ran(job)
+        job.assert_nothing_left()
+
+
+@case
+def another_secret_after_the_start_is_refused_and_the_job_goes_on():
+    with job_plane() as job:
+        fifos(job, range(6))
+        wait_go = ["sh", "-c", 'echo ready; read x < "$JP_DIR/go.$RANK"; echo ran']
+        job.start_all(wait_go, opts=SLOW_JOIN)
+        job.wait_ready()
+        node2 = job.procs[2]
+        # a second slotrun on node 2's address, as node 2, with another secret
+        stray = job.start(2, MARK, opts=SLOW_JOIN, env=env_for(secret="not-" + SECRET))
+        job.procs[2] = node2
+        job.wait(lambda: stray.p.poll() is not None, 30, "the stray slotrun to exit")
+        job._drain([stray], 2)
+        assert stray.p.returncode == 2 and b"refused our job secret" in stray.err, job.describe()
+        for r in range(6):
+            release(job, r)
         job.expect_exit([0, 0, 0], timeout=30)
         assert_all_ran(job)
         job.assert_nothing_left()
@@ -574,6 +625,45 @@ def nodes_that_disagree_on_max_restarts_start_nothing():
         job.expect_exit([2, 2, 2], timeout=30)
         job.assert_err_everywhere("node 2 (10.213.0.3) says --max-restarts 0, node 0 was told 2")
         assert markers(job) == [], markers(job)
+
+
+
+@case
+def a_node_rank_the_chief_sees_from_another_node_s_address_ends_the_join():
+    # Nodes 1 and 2 swapped their ranks, and their /etc/hosts swap the two
+    # names as well, so each finds its rank consistent with the list; the
+    # chief's /etc/hosts is right.  Each hosts file is bound over /etc/hosts
+    # in a mount namespace of that slotrun's own.
+    with job_plane() as job:
+        a = job.cl.addrs
+        names = ["sr-node0", "sr-node1", "sr-node2"]
+        views = {"right": [a[0], a[1], a[2]], "swapped": [a[0], a[2], a[1]]}
+        for view, order in views.items():
+            with open(os.path.join(job.dir, f"hosts.{view}"), "w") as f:
+                f.write("127.0.0.1 localhost\n")
+                f.writelines(f"{addr} {name}\n" for addr, name in zip(order, names))
+
+        def start(i, rank, view):
+            args = ["--nnodes", "3", "--node-rank", str(rank), "--addrs", ",".join(names), "--slots", "2",
+                    *SLOW_JOIN, "--", *MARK]
+            own_hosts = ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/hosts && exec "$@"',
+                         os.path.join(job.dir, f"hosts.{view}")]
+            p = Proc(job.cl.prefix(i) + own_hosts + [SR, *args], environ=env_for({"JP_DIR": job.dir}))
+            p.node = i
+            job.procs[i] = p
+            job.every.append(p)
+
+        start(0, 0, "right")
+        start(1, 2, "swapped")
+        start(2, 1, "swapped")
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere("which the node list gives node")
+        assert (f"joined from {a[1]}, which the node list gives node 1 (sr-node1), not node 2 (sr-node2)".encode()
+                in job.err(0) or
+                f"joined from {a[2]}, which the node list gives node 2 (sr-node2), not node 1 (sr-node1)".encode()
+                in job.err(0)), job.describe()
+        assert markers(job) == [], markers(job)
+        job.assert_nothing_left()
 
 
 run()

@@ -440,11 +440,51 @@ LEAK_TEST_OPTS(plane_member, a_chief_with_another_secret_refuses_and_the_node_en
 	cr_assert(!plane_check_join("another secret", cn, raw, rawlen, &join));
 	strcpy(refuse.text, "wrong job secret");
 	peer_send(&refuse);
-	cr_assert(run_until(has_ended, WAIT));
+	peer_hangup();
+	cr_assert(run_until(has_ended, WAIT / 2), "the node waited for its join timeout");
 	cr_assert_eq(rec.code, 2);
 	cr_assert_eq(rec.started, 0);
 	assert_said("refused our job secret");
 	plane_close(p);
+}
+
+/* A refused node that the chief tells whose secret is the odd one says
+ * that line, at once. */
+static void refused_then_told(int odd, const char *line)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 60.0);
+	struct plane *p = open_plane(&cfg);
+	unsigned char cn[AUTH_NONCE_LEN], raw[4 + PLANE_MAX_FRAME];
+	struct plane_msg join;
+	size_t rawlen;
+
+	chief_hello(cn, &join, raw, &rawlen);
+	peer_send(&(struct plane_msg){ .type = PLANE_REFUSE });
+	cr_assert(!run_until(has_ended, 0.3), "a refused node must wait to hear whose secret is odd");
+	peer_send(&(struct plane_msg){ .type = PLANE_MISMATCH, .node = odd });
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 2);
+	cr_assert_eq(rec.started, 0);
+	assert_said(line);
+	cr_assert_eq(rec.nsaid, 1);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_member, a_node_told_its_secret_is_the_odd_one_names_itself, .timeout = 30)
+{
+	refused_then_told(1, "slotrun: node 1 (127.0.0.1) presented another job secret: give every node "
+			  "the same --secret-file / SLOTRUN_JOB_SECRET");
+}
+
+LEAK_TEST_OPTS(plane_member, a_node_told_the_chief_s_secret_is_the_odd_one_names_the_chief, .timeout = 30)
+{
+	refused_then_told(0, "slotrun: node 0 (127.0.0.1), the chief, holds another job secret than the "
+			  "other nodes");
+}
+
+LEAK_TEST_OPTS(plane_member, a_mismatch_naming_a_third_node_names_this_one, .timeout = 30)
+{
+	refused_then_told(7, "slotrun: node 1 (127.0.0.1) presented another job secret");
 }
 
 LEAK_TEST_OPTS(plane_member, a_welcome_without_the_secret_is_not_trusted, .timeout = 30)
@@ -523,11 +563,16 @@ LEAK_TEST_OPTS(plane_member, a_chief_gone_after_the_start_stops_the_workers, .ti
 
 /* ---- A chief under test, against a fake node ---- */
 
+/* The node list of the chief under test (each case runs in its own
+ * process). */
+static char **chief_addrs = addrs2;
+
 static struct plane_cfg chief_cfg(int port)
 {
 	struct plane_cfg c = node_cfg(port, 10.0);
 
 	c.node_rank = 0;
+	c.addrs = chief_addrs;
 	return c;
 }
 
@@ -604,7 +649,7 @@ LEAK_TEST_OPTS(plane_chief, a_stranger_s_garbage_is_dropped_and_the_job_goes_on,
 	plane_close(p);
 }
 
-LEAK_TEST_OPTS(plane_chief, a_node_with_another_secret_is_refused_and_named, .timeout = 30)
+LEAK_TEST_OPTS(plane_chief, a_listed_node_with_another_secret_ends_the_join, .timeout = 30)
 {
 	struct plane_cfg cfg;
 	struct plane *p = open_chief(&cfg);
@@ -613,10 +658,53 @@ LEAK_TEST_OPTS(plane_chief, a_node_with_another_secret_is_refused_and_named, .ti
 	node_join(&chal, "another secret");
 	m = next_msg(NULL, NULL);
 	cr_assert_eq(m.type, PLANE_REFUSE);
+	m = next_msg(NULL, NULL);
+	cr_assert_eq(m.type, PLANE_MISMATCH, "the node is not told whose secret is odd");
+	cr_assert_eq(m.node, 1);
+	cr_assert(run_until(has_ended, WAIT), "the chief waited for its join timeout");
+	cr_assert_eq(rec.code, 2);
+	cr_assert_eq(rec.started, 0);
+	assert_said("slotrun: node 1 (127.0.0.1) presented another job secret: give every node the same "
+		    "--secret-file / SLOTRUN_JOB_SECRET");
+	cr_assert_eq(rec.nsaid, 1);
+	plane_close(p);
+}
+
+/* Node 1 is listed at an address the test does not connect from. */
+static char *addrs_far[] = { "127.0.0.1", "192.0.2.7" };
+
+LEAK_TEST_OPTS(plane_chief, another_secret_from_another_address_is_refused_alone, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p;
+	struct plane_msg chal, m;
+
+	chief_addrs = addrs_far;
+	p = open_chief(&cfg);
+	chal = node_connect(&cfg);
+	node_join(&chal, "another secret");
+	m = next_msg(NULL, NULL);
+	cr_assert_eq(m.type, PLANE_REFUSE);
 	cr_assert(run_until(peer_closed, WAIT));
 	assert_said("127.0.0.1 presented another job secret: not joined");
-	cr_assert(!rec.ended, "the job waits for the right node");
+	cr_assert(!rec.ended, "a stray connection ended the join");
 	cr_assert_eq(rec.started, 0);
+	plane_close(p);
+}
+
+LEAK_TEST_OPTS(plane_chief, a_join_for_another_challenge_is_refused_alone, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	struct plane_msg chal = node_connect(&cfg), m;
+
+	chal.nonce[0] ^= 1; /* made with our secret for another connection's challenge */
+	node_join(&chal, SECRET);
+	m = next_msg(NULL, NULL);
+	cr_assert_eq(m.type, PLANE_REFUSE);
+	cr_assert(run_until(peer_closed, WAIT));
+	assert_said("127.0.0.1 did not prove the job secret");
+	cr_assert(!rec.ended, "a replayed or forged join ended the join");
 	plane_close(p);
 }
 

@@ -3,6 +3,7 @@
 #include <criterion/parameterized.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "leak_check.h"
@@ -857,4 +858,205 @@ LEAK_TEST(plane_coord_memory, a_paused_job)
 	cr_assert(plane_coord_pause(&c, 2, SIGTSTP).pause);
 	cr_assert(plane_coord_resume(&c, 2).resume);
 	plane_coord_free(&c);
+}
+
+/* ---- Another job secret at the join ---- */
+
+Test(plane_codec, mismatch_and_the_secret_id_survive_the_wire)
+{
+	unsigned char nc[AUTH_NONCE_LEN] = { 1 }, nn[AUTH_NONCE_LEN] = { 2 }, id[AUTH_MAC_LEN], id2[AUTH_MAC_LEN];
+	struct plane_join j = sample_join();
+	struct plane_msg m = { .type = PLANE_MISMATCH, .node = 2 }, out;
+	int n;
+
+	out = roundtrip(&m);
+	cr_assert_eq(out.node, 2);
+	m.node = -1;
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "a negative node");
+
+	cr_assert_eq(auth_init(), 0);
+	plane_secret_id("sekrit", id);
+	plane_secret_id("sekrit", id2);
+	cr_assert_arr_eq(id, id2, AUTH_MAC_LEN, "one secret, one id");
+	plane_secret_id("other", id2);
+	cr_assert(memcmp(id, id2, AUTH_MAC_LEN) != 0);
+	n = plane_make_join("sekrit", nc, nn, &j, buf, sizeof(buf));
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert(out.join.has_id);
+	cr_assert_arr_eq(out.join.secret_id, id, AUTH_MAC_LEN);
+	cr_assert(plane_check_join("sekrit", nc, buf, (size_t)n, &out));
+	/* the id is covered by the MAC */
+	buf[n - 1] ^= 1;
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert(!plane_check_join("sekrit", nc, buf, (size_t)n, &out));
+	/* a JOIN that ends before the id decodes without one */
+	m = (struct plane_msg){ .type = PLANE_JOIN, .join = j };
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert(!out.join.has_id);
+	leak_check();
+}
+
+/* A node list for plane_where: entries of up to three addresses; "-" an
+ * entry that did not resolve. */
+struct where_case {
+	const char *nodes[4][3];
+	int claimed;
+	const char *from;
+	enum plane_from want;
+	int other;
+};
+
+static enum plane_from where(const struct where_case *w, int *other)
+{
+	struct plane_node_addrs nodes[4];
+	int n = 0;
+
+	memset(nodes, 0, sizeof(nodes));
+	for (; n < 4 && w->nodes[n][0]; n++) {
+		if (strcmp(w->nodes[n][0], "-") == 0) {
+			nodes[n].n = -1;
+			continue;
+		}
+		for (int i = 0; i < 3 && w->nodes[n][i]; i++)
+			snprintf(nodes[n].addr[nodes[n].n++], sizeof(nodes[n].addr[0]), "%s", w->nodes[n][i]);
+	}
+	return plane_where(nodes, n, w->claimed, w->from, other);
+}
+
+Test(plane_where, only_unambiguous_evidence_names_another_node)
+{
+	static const struct where_case cases[] = {
+		/* the claimed node's address, either spelling */
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 2, "10.0.0.3", PLANE_FROM_CLAIMED, -1 },
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 2, "::ffff:10.0.0.3", PLANE_FROM_CLAIMED, -1 },
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "fd00::3", "10.0.0.3" } }, 2, "fd00::3", PLANE_FROM_CLAIMED, -1 },
+		/* node 1's address, claiming node 2; the chief's, claiming node 1 */
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 2, "10.0.0.2", PLANE_FROM_OTHER, 1 },
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 1, "::ffff:10.0.0.1", PLANE_FROM_OTHER, 0 },
+		/* an unlisted address (NAT, a multi-homed node) */
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 2, "192.0.2.9", PLANE_FROM_UNSURE, -1 },
+		/* two entries hold it (nodes sharing a host) */
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "10.0.0.2" }, { "10.0.0.4" } }, 3, "10.0.0.2",
+		  PLANE_FROM_UNSURE, -1 },
+		/* an entry that did not resolve could be it too */
+		{ { { "10.0.0.1" }, { "10.0.0.2" }, { "-" } }, 2, "10.0.0.2", PLANE_FROM_UNSURE, -1 },
+		/* loopback anywhere is no evidence */
+		{ { { "127.0.0.1" }, { "10.0.0.2" }, { "10.0.0.3" } }, 2, "10.0.0.2", PLANE_FROM_UNSURE, -1 },
+		{ { { "10.0.0.1" }, { "::1" }, { "10.0.0.3" } }, 2, "::1", PLANE_FROM_UNSURE, -1 },
+		/* ... but a loopback list still ties a node to its own entry */
+		{ { { "127.0.0.1" }, { "127.0.0.1" } }, 1, "127.0.0.1", PLANE_FROM_CLAIMED, -1 },
+		/* not an address, a claim outside the list */
+		{ { { "10.0.0.1" }, { "10.0.0.2" } }, 1, "node1", PLANE_FROM_UNSURE, -1 },
+		{ { { "10.0.0.1" }, { "10.0.0.2" } }, 5, "10.0.0.1", PLANE_FROM_OTHER, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int other = -1;
+
+		cr_assert_eq(where(&cases[i], &other), cases[i].want, "case %zu", i);
+		cr_assert_eq(other, cases[i].other, "case %zu", i);
+	}
+}
+
+static unsigned char id_a[AUTH_MAC_LEN] = { 'a' }, id_b[AUTH_MAC_LEN] = { 'b' };
+
+Test(plane_coord, another_secret_beside_a_node_that_proved_ours_ends_the_join_naming_it)
+{
+	struct plane_acts a;
+
+	cr_assert(!join(1, 2).abort);
+	a = plane_coord_secret(&co, 2, id_a);
+	cr_assert(a.held, "its connection hears the verdict");
+	cr_assert(a.abort && a.first && a.exit, "node 1 is told, node 2 hears it on its connection");
+	cr_assert_eq(a.code, 2);
+	cr_assert_str_eq(a.text, "node 2 (10.213.0.3) presented another job secret: give every node the "
+			 "same --secret-file / SLOTRUN_JOB_SECRET");
+	cr_assert_eq(plane_coord_odd(&co, 2), 2);
+}
+
+Test(plane_coord, another_secret_first_waits_for_a_second_opinion)
+{
+	struct plane_acts a = plane_coord_secret(&co, 2, id_a);
+
+	cr_assert(a.held && !a.abort, "node 0 alone cannot tell whose secret is odd");
+	a = join(1, 2);
+	cr_assert(a.abort && a.exit);
+	cr_assert(!a.start);
+	cr_assert(strstr(a.text, "node 2 (10.213.0.3) presented another job secret"), "%s", a.text);
+	cr_assert_eq(plane_coord_odd(&co, 2), 2);
+}
+
+Test(plane_coord, two_nodes_with_the_same_other_secret_name_the_chief)
+{
+	struct plane_acts a = plane_coord_secret(&co, 1, id_a);
+
+	cr_assert(a.held && !a.abort);
+	a = plane_coord_secret(&co, 2, id_a);
+	cr_assert(a.held && a.abort && a.exit);
+	cr_assert_str_eq(a.text, "node 0 (10.213.0.1), the chief, holds another job secret than the other "
+			 "nodes: give every node the same --secret-file / SLOTRUN_JOB_SECRET");
+	cr_assert_eq(plane_coord_odd(&co, 1), 0);
+	cr_assert_eq(plane_coord_odd(&co, 2), 0);
+}
+
+Test(plane_coord, every_node_with_its_own_secret_names_them_all)
+{
+	struct plane_acts a;
+
+	plane_coord_secret(&co, 1, id_a);
+	a = plane_coord_secret(&co, 2, id_b);
+
+	cr_assert(a.abort && a.exit);
+	cr_assert(strstr(a.text, "node 1 (10.213.0.2), node 2 (10.213.0.3) presented other job secrets"),
+		  "%s", a.text);
+	cr_assert_eq(plane_coord_odd(&co, 1), 1);
+}
+
+Test(plane_coord, the_join_timeout_names_a_node_with_another_secret)
+{
+	struct plane_acts a;
+
+	plane_coord_secret(&co, 2, id_a);
+	a = plane_coord_join_timeout(&co);
+	cr_assert(a.abort && a.exit);
+	cr_assert(strstr(a.text, "node 2 (10.213.0.3) presented another job secret"), "%s", a.text);
+}
+
+Test(plane_coord, another_secret_is_refused_alone_outside_the_join)
+{
+	struct plane_acts a;
+
+	all_in();
+	a = plane_coord_secret(&co, 2, id_a);
+	cr_assert(!a.held && !a.abort && !a.exit, "a running job goes on");
+
+	plane_coord_free(&co);
+	coord_setup();
+	cr_assert(!join(1, 2).abort);
+	a = plane_coord_secret(&co, 1, id_a);
+	cr_assert(!a.held && !a.abort, "node 1 joined already: this is not node 1");
+	a = plane_coord_secret(&co, 3, id_a);
+	cr_assert(!a.held && !a.abort, "no node 3");
+	cr_assert_eq(co.phase, PLANE_JOINING);
+}
+
+Test(plane_coord, a_node_joining_from_another_node_s_address_ends_the_join_naming_both)
+{
+	struct plane_acts a;
+
+	cr_assert(!join(1, 2).abort);
+	a = plane_coord_misplaced(&co, 2, 1, "10.213.0.2");
+	cr_assert(a.abort && a.exit);
+	cr_assert_eq(a.code, 2);
+	cr_assert_str_eq(a.text, "node 2 joined from 10.213.0.2, which the node list gives node 1 (10.213.0.2), "
+			 "not node 2 (10.213.0.3): check the node rank given to the slotrun on 10.213.0.2 "
+			 "(--node-rank)");
+
+	plane_coord_free(&co);
+	coord_setup();
+	all_in();
+	a = plane_coord_misplaced(&co, 2, 1, "10.213.0.2");
+	cr_assert(!a.abort, "after the start, nothing");
 }
