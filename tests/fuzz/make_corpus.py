@@ -110,6 +110,8 @@ put("plane_proto", "half_frame", frame(14)[:3])
 put("plane_proto", "pause_resume", frame(16, struct.pack(">i", 20)) + frame(17)
     + frame(18, struct.pack(">ii", 20, 1)) + frame(19, struct.pack(">i", 1)))
 put("plane_proto", "pause_without_signal", frame(18, struct.pack(">ii", 0, 1)))
+put("plane_proto", "mismatch", frame(20, struct.pack(">i", 2)) + frame(20, struct.pack(">i", 0)))
+put("plane_proto", "mismatch_no_node", frame(20, struct.pack(">i", -1)))
 
 
 # ---- frame: nccl_worker's header + payload (little-endian) ----
