@@ -179,11 +179,14 @@ def _check_prerequisites():
     for helper in ("netavark", "aardvark-dns"):
         if not any(os.access(os.path.join(d, helper), os.X_OK) for d in HELPER_DIRS):
             unavailable(f"no {helper}, podman's network and its DNS (Debian: apt-get install {PACKAGES})")
+    why = None
     try:
         with urllib.request.urlopen(f"{MIRROR}/dists/bookworm/InRelease", timeout=30) as r:
             r.read(1)
     except OSError as e:
-        unavailable(f"cannot reach the Debian mirror {MIRROR} (SLOTRUN_DEBIAN_MIRROR names another): {e}")
+        why = e
+    if why:
+        unavailable(f"cannot reach the Debian mirror {MIRROR} (SLOTRUN_DEBIAN_MIRROR names another): {why}")
 
 
 def _make_base(pm):
