@@ -11,7 +11,9 @@ podman runs with a configuration of its own in a temporary folder, removed at
 the end: storage, networks and state there, runc as the runtime (crun refuses
 a hybrid cgroup layout) and ulimits within this machine's hard limits
 (podman's defaults for root exceed them in many sandboxes).  Nothing is
-configured on the machine.
+configured on the machine; podman itself keeps, as it always does for root,
+its networks' run state in /run/containers/networks (the test's network is
+removed there at the end) and a blob cache in /var/lib/containers/cache.
 
 Needs root, podman, runc, netavark with aardvark-dns, debootstrap and the
 Debian mirror (SLOTRUN_DEBIAN_MIRROR, default http://deb.debian.org/debian).
