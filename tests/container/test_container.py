@@ -53,7 +53,8 @@ def unavailable(reason):
 
 
 class Podman:
-    """podman with everything it keeps under one temporary folder."""
+    """podman with its configuration, storage and state in one temporary
+    folder, which teardown() removes with what podman left running there."""
 
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="slotrun-image-test-", dir="/var/tmp")
