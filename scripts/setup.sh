@@ -18,9 +18,12 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # parsers (clang's libFuzzer).  Packages go in without their recommends,
 # so what a test needs from a recommended package is named here:
 # libclang-rt-dev (libFuzzer and clang's sanitizer runtimes, which clang
-# only recommends; this name follows Debian's default clang).
+# only recommends; this name follows Debian's default clang).  The container
+# test builds examples/container/Dockerfile with podman (runc as its runtime,
+# netavark and aardvark-dns for a network whose names resolve) on a Debian
+# base from debootstrap (which only recommends the archive's keyring).
 SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db valgrind clang
-	libclang-rt-dev)
+	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
