@@ -4,102 +4,13 @@ netns.Cluster (three nodes, 10.213.0.1-3), with a key made for the test,
 and launch.sh run on node 0 as the login node.  It starts one slotrun per
 host with its node rank and one secret, brings back the job's status, and
 its Ctrl-C stops every host in order."""
-import os
 import re
-import shlex
-import shutil
 import signal
-import subprocess
 import time
 
-from harness import Proc, Skip, case, run, wait_for
-from jobs import SR, clean_env, job_on
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-LAUNCH = os.path.join(HERE, "..", "..", "examples", "ssh", "launch.sh")
-SSHD = "/usr/sbin/sshd"
-
-
-class SshNodes:
-    """An sshd on port 22 of every node of cl, keys and configs in d.  Each
-    sshd runs in a mount namespace of its own with a private /run (for its
-    /run/sshd), so nothing outside the test changes; Cluster.close kills
-    them with everything else on the nodes."""
-
-    def __init__(self, cl, d):
-        if not os.path.exists(SSHD) or not shutil.which("ssh") or not shutil.which("unshare"):
-            raise Skip(f"needs {SSHD} and ssh (Debian: openssh-server) and unshare")
-        self.cl = cl
-        for key in ("host_key", "id"):
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(d, key)], check=True,
-                           timeout=30)
-        shutil.copy(os.path.join(d, "id.pub"), os.path.join(d, "authorized_keys"))
-        self.client_config = os.path.join(d, "ssh_config")
-        with open(self.client_config, "w") as f:
-            f.write(f"Host *\n  IdentityFile {d}/id\n  IdentitiesOnly yes\n  UserKnownHostsFile /dev/null\n"
-                    "  StrictHostKeyChecking no\n  LogLevel ERROR\n  BatchMode yes\n  User root\n"
-                    "  ConnectTimeout 10\n")
-        # an ssh session starts from the login's environment, not ours: the
-        # sanitizers' options of the ASan leg go along through a wrapper
-        self.slotrun = SR
-        sanitizers = {k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS")}
-        if sanitizers:
-            self.slotrun = os.path.join(d, "slotrun")
-            with open(self.slotrun, "w") as f:
-                f.write("#!/bin/sh\nexec env " + " ".join(shlex.quote(f"{k}={v}") for k, v in sanitizers.items())
-                        + f" {shlex.quote(SR)} \"$@\"\n")
-            os.chmod(self.slotrun, 0o755)
-        self.sshd = []
-        for i in range(cl.n):
-            conf = os.path.join(d, f"sshd_config.{i}")
-            with open(conf, "w") as f:
-                f.write(f"ListenAddress {cl.addr(i)}:22\nHostKey {d}/host_key\nAuthorizedKeysFile {d}/authorized_keys\n"
-                        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-                        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nPidFile none\nLogLevel ERROR\n")
-            self.sshd.append(Proc(cl.prefix(i) + [
-                "unshare", "--mount", "sh", "-c",
-                f"mount -t tmpfs -o mode=755 slotrun-sshd /run && mkdir -m 755 /run/sshd && exec {SSHD} -D -e -f {conf}"],
-                environ=clean_env()))
-        for i in range(cl.n):
-            wait_for(lambda: self._listening(i), 20, f"sshd on {cl.addr(i)}:22")
-
-    def _listening(self, i):
-        if self.sshd[i].p.poll() is not None:
-            self.sshd[i].finish(5)
-            raise AssertionError(f"sshd on node {i} exited: {self.sshd[i].err[-1000:]!r}")
-        s = self.cl.socket(0)
-        try:
-            s.settimeout(2)
-            s.connect((self.cl.addr(i), 22))
-            return True
-        except OSError:
-            return False
-        finally:
-            s.close()
-
-    def launch(self, args):
-        """launch.sh on node 0 (the login node), over our sshds."""
-        return Proc(self.cl.prefix(0) + [LAUNCH, ",".join(self.cl.addrs), *args],
-                    environ=clean_env({"SSH": f"ssh -F {self.client_config}", "SLOTRUN": self.slotrun}))
-
-    def job_processes(self):
-        """What runs on the nodes besides the sshds themselves."""
-        keep = {p.pid for p in self.sshd}
-        left = {}
-        for i in range(self.cl.n):
-            for pid in self.cl.pids(i):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-                    with open(f"/proc/{pid}/stat") as f:
-                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                except OSError:
-                    continue
-                if pid not in keep and ppid not in keep and not cmd.startswith("unshare"):
-                    left[pid] = cmd
-                elif ppid in keep and "sshd" in cmd and "[listener]" not in cmd:
-                    left[pid] = cmd     # a session still open
-        return left
+from harness import case, run, wait_for
+from jobs import job_on
+from ssh_nodes import SshNodes
 
 
 def lines(proc):
