@@ -78,9 +78,10 @@ class SshNodes:
         finally:
             s.close()
 
-    def launch(self, args):
-        """launch.sh on node 0 (the login node), over our sshds."""
-        return Proc(self.cl.prefix(0) + [LAUNCH, ",".join(self.cl.addrs), *args],
+    def launch(self, args, hosts=None):
+        """launch.sh on node 0 (the login node), over our sshds, to hosts
+        (default: every node's address)."""
+        return Proc(self.cl.prefix(0) + [LAUNCH, hosts or ",".join(self.cl.addrs), *args],
                     environ=clean_env({"SSH": f"ssh -F {self.client_config}", "SLOTRUN": self.slotrun}))
 
     def error_file(self, i):

@@ -2,8 +2,9 @@
 """examples/ssh/launch.sh against real sshds: one in each node of a
 netns.Cluster (three nodes, 10.213.0.1-3), with a key made for the test,
 and launch.sh run on node 0 as the login node.  It starts one slotrun per
-host with its node rank and one secret, brings back the job's status, and
-its Ctrl-C stops every host in order."""
+host with its node rank and one secret, with ssh_config aliases as hosts,
+brings back the job's status as its own, in plain LF lines, and its Ctrl-C
+or SIGTERM stops every host in order."""
 import re
 import signal
 import time
@@ -14,9 +15,10 @@ from ssh_nodes import SshNodes
 
 
 def lines(proc):
-    """launch.sh's stdout as lines: the remote terminals end them in \r\n
-    and echo a Ctrl-C as ^C."""
-    return proc.out.replace(b"\r", b"").replace(b"^C", b"").decode(errors="replace").splitlines()
+    """launch.sh's stdout as lines, which must end in LF alone, with no
+    echo of a Ctrl-C, though they come through the remote terminals."""
+    assert b"\r" not in proc.out and b"^C" not in proc.out, proc.out[-2000:]
+    return proc.out.decode(errors="replace").splitlines()
 
 
 @case
@@ -49,7 +51,23 @@ def ssh_launch_starts_every_host_with_its_rank_and_one_secret():
 
 
 @case
-def ssh_launch_ctrl_c_stops_every_host():
+def ssh_launch_takes_ssh_config_aliases():
+    with job_on(3, "ssha") as job:
+        sshd = SshNodes(job.cl, job.dir)
+        # node0..node2 are the client config's Host aliases: the nodes are
+        # told the addresses behind them
+        p = sshd.launch(["--slots", "1", "--", "sh", "-c", 'echo "rank $RANK master $MASTER_ADDR"'],
+                        hosts="node0,node1,node2")
+        try:
+            assert p.finish(60) == 0, (p.out[-2000:], p.err[-2000:])
+        finally:
+            p.kill()
+        for r in range(3):
+            assert f"[rank={r}] rank {r} master {job.cl.addr(0)}" in lines(p), lines(p)
+        wait_for(lambda: not sshd.job_processes(), 10, "the sessions to end")
+
+
+def stop_with(sig):
     with job_on(3, "sshc") as job:
         sshd = SshNodes(job.cl, job.dir)
         p = sshd.launch(["--slots", "2", "--grace", "5", "--", "sh", "-c",
@@ -58,10 +76,13 @@ def ssh_launch_ctrl_c_stops_every_host():
             p.wait_output(lambda s: all(f"[rank={r}] ready" in lines(s) for r in range(6)), 60,
                           "every rank to be ready")
             t0 = time.monotonic()
-            p.signal(signal.SIGINT)
+            p.signal(sig)
             code = p.finish(30)
         finally:
             p.kill()
+        # the nodes' status is launch.sh's: they were sent a Ctrl-C
+        wait_for(lambda: all(sshd.error_file(i) for i in range(3)), 10, "every node's --error-file")
+        assert {sshd.error_file(i)["exit_status"] for i in range(3)} == {130}, [sshd.error_file(i) for i in range(3)]
         assert code == 130, (code, p.out[-2000:], p.err[-2000:])
         assert time.monotonic() - t0 < 15, "not stopped within the grace"
         for r in range(6):   # an orderly stop: every rank had its say
@@ -71,6 +92,16 @@ def ssh_launch_ctrl_c_stops_every_host():
             wait_for(lambda: not sshd.job_processes(), 10, "every process of the job to end")
         except AssertionError:
             raise AssertionError(f"left on the nodes: {sshd.job_processes()}") from None
+
+
+@case
+def ssh_launch_ctrl_c_stops_every_host():
+    stop_with(signal.SIGINT)
+
+
+@case
+def ssh_launch_sigterm_stops_every_host_with_their_status():
+    stop_with(signal.SIGTERM)
 
 
 run()
