@@ -58,6 +58,16 @@ def stopped_by_hangup(sshd, job, within):
     assert host == job.cl.addr(node), files
 
 
+def ctrl_c(p):
+    """A user's Ctrl-C on pdsh: SIGINT to its process group.  pdsh says its
+    threads' status on the first and aborts on a second within a second,
+    which a user then presses."""
+    os.killpg(p.pid, signal.SIGINT)
+    p.wait_output(lambda s: b"within 1 sec" in s.err or s.p.poll() is not None, 10, "pdsh's answer to a Ctrl-C")
+    if p.p.poll() is None:
+        os.killpg(p.pid, signal.SIGINT)
+
+
 def ready_file(d, r):
     return os.path.join(d, f"ready.{r}")
 
@@ -109,14 +119,8 @@ def ctrl_c_on_pdsh_stops_every_node():
     with job_on(3, "pdshc") as job:
         sshd = SshNodes(job.cl, job.dir)
         p = start_job(job, sshd)
-        # a user's Ctrl-C: SIGINT to pdsh's process group (pdsh and its ssh
-        # clients), and a second one should pdsh only have said its status
         t0 = time.monotonic()
-        os.killpg(p.pid, signal.SIGINT)
-        try:
-            wait_for(lambda: p.p.poll() is not None, 1, "pdsh to exit")
-        except AssertionError:
-            os.killpg(p.pid, signal.SIGINT)
+        ctrl_c(p)
         try:
             p.finish(30)
         finally:
@@ -155,11 +159,7 @@ def nohup_keeps_a_job_past_its_session():
         sshd = SshNodes(job.cl, job.dir)
         p = pdsh(sshd, ["nohup", *slotrun(sshd, "--slots", "2", "--grace", "1", "--", *WORKER, job.dir)])
         wait_for(lambda: all(os.path.exists(ready_file(job.dir, r)) for r in range(6)), 60, "every rank to be up")
-        os.killpg(p.pid, signal.SIGINT)
-        try:
-            wait_for(lambda: p.p.poll() is not None, 1, "pdsh to exit")
-        except AssertionError:
-            os.killpg(p.pid, signal.SIGINT)
+        ctrl_c(p)
         try:
             p.finish(30)
         finally:
