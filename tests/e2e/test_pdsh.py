@@ -174,6 +174,45 @@ def nohup_keeps_a_job_past_its_session():
             time.sleep(0.1)
 
 
+def ssh(sshd, node, remote):
+    """Plain ssh from node 0 to node `node`, remote quoted for its shell."""
+    return Proc(sshd.cl.prefix(0) + ["ssh", "-F", sshd.client_config, sshd.cl.addr(node), remote],
+                environ=clean_env())
+
+
+@case
+def one_node_ends_with_its_session_but_not_with_a_reader_that_leaves():
+    with job_on(2, "sshone") as job:
+        sshd = SshNodes(job.cl, job.dir)
+        # stdout into a reader that leaves (| head) while the session stays:
+        # the job goes on to its end
+        p = ssh(sshd, 1, shlex.join([sshd.slotrun, "--slots", "2", "--", "sh", "-c",
+                                     'echo one; echo up > "$0/ready.$RANK"; exec sleep 3', job.dir])
+                + " | head -n 1")
+        try:
+            assert p.finish(60) == 0, (p.out[-2000:], p.err[-2000:])
+        finally:
+            p.kill()
+        wait_for(lambda: sshd.error_file(1), 10, "the node's --error-file")
+        assert sshd.error_file(1)["exit_status"] == 0, sshd.error_file(1)
+        os.remove(os.path.join(job.dir, f"error.{job.cl.addr(1)}"))
+        for r in range(2):
+            os.remove(ready_file(job.dir, r))
+        # one node, no job plane: its ssh client killed, it stops all the same
+        p = ssh(sshd, 1, shlex.join([sshd.slotrun, "--slots", "2", "--grace", str(GRACE), "--", *WORKER, job.dir]))
+        try:
+            wait_for(lambda: all(os.path.exists(ready_file(job.dir, r)) for r in range(2)), 60, "every rank to be up")
+            p.kill()
+            p.finish(10)
+        finally:
+            p.kill()
+        nothing_left(sshd, GRACE + 10)
+        wait_for(lambda: sshd.error_file(1), 10, "the node's --error-file")
+        f = sshd.error_file(1)
+        assert f["exit_status"] == 129 and f["stop_signal"] == "SIGHUP", f
+        assert all(os.path.exists(os.path.join(job.dir, f"hup.{r}")) for r in range(2)), "every rank got SIGHUP"
+
+
 def _comm(pid):
     try:
         with open(f"/proc/{pid}/comm") as f:
