@@ -98,7 +98,7 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
 	if (!session_ended(s->watched, s->hung))
 		return;
 	event_del(s->ev);
-	s->end(s->arg, "the session that started it ended (its standard streams hung up)");
+	s->end(s->arg, "the session that started this slotrun ended (its standard streams hung up)");
 }
 
 int session_open(struct session **out, struct event_base *base, enum session_mode mode, session_end_fn end,

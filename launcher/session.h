@@ -52,7 +52,7 @@ unsigned session_watch_set(enum session_mode mode, bool ssh, bool sighup_ignored
 bool session_ended(unsigned watched, unsigned hung);
 
 /* Called once, on the loop, when the session has ended; why is one phrase,
- * e.g. "the ssh session that started it ended". */
+ * e.g. "the session that started this slotrun ended (...)". */
 typedef void (*session_end_fn)(void *arg, const char *why);
 
 struct session;
