@@ -21,7 +21,8 @@
 # SIGKILL after --grace).  A second Ctrl-C kills at once.  (One host is told,
 # not each: a SIGINT of its own and the chief's would be two on one node.)
 # The exit status is the job's, which every node exits with (130 after a
-# Ctrl-C or a SIGTERM: the hosts were sent SIGINT); 255 when ssh failed.
+# Ctrl-C or a SIGTERM: the hosts were sent SIGINT); 255 when ssh failed to
+# a host, which stops the others.  Needs bash 5.1 (wait -p).
 # Should this script die without a word, each host's slotrun stops the job
 # once its ssh session ends.
 #
@@ -98,17 +99,27 @@ interrupt() {
 }
 trap interrupt INT TERM
 
-# Our status is the hosts': the first non-zero one.  A trapped signal ends
-# `wait` early with 128+N, which is not ssh's status: then wait again, which
-# gives ssh's once it has exited (bash keeps a reaped child's status).
+# Our status is the hosts': the first non-zero one to come.  An ssh that
+# failed (255: no connection, a host that does not resolve) would leave the
+# others waiting out --join-timeout for its node: it stops them as a Ctrl-C
+# does.  A trapped signal ends `wait` early with no child named: wait again.
 status=0
-for p in "${pids[@]}"; do
-	while :; do
-		interrupted=0
-		rc=0
-		wait "$p" || rc=$?
-		[ "$interrupted" = 1 ] || break
+running=("${pids[@]}")
+while [ "${#running[@]}" -gt 0 ]; do
+	interrupted=0
+	done_pid=
+	rc=0
+	wait -n -p done_pid "${running[@]}" || rc=$?
+	if [ -z "${done_pid:-}" ]; then
+		[ "$interrupted" = 1 ] || break # (no child left: not expected)
+		continue
+	fi
+	for i in "${!running[@]}"; do
+		[ "${running[$i]}" != "$done_pid" ] || unset 'running[i]'
 	done
 	[ "$status" -ne 0 ] || status=$rc
+	if [ "$rc" -eq 255 ] && [ "${#running[@]}" -gt 0 ]; then
+		interrupt
+	fi
 done
 exit "$status"

@@ -64,6 +64,14 @@ def ssh_launch_takes_ssh_config_aliases():
             p.kill()
         for r in range(3):
             assert f"[rank={r}] rank {r} master {job.cl.addr(0)}" in lines(p), lines(p)
+        # a host ssh cannot reach (no such address on the bridge) stops the
+        # others, which would wait out the join timeout for its node: ssh's
+        # 255 is launch.sh's
+        p = sshd.launch(["--join-timeout", "300", "--", "true"], hosts="node0,10.213.0.9")
+        try:
+            assert p.finish(60) == 255, (p.out[-2000:], p.err[-2000:])
+        finally:
+            p.kill()
         wait_for(lambda: not sshd.job_processes(), 10, "the sessions to end")
 
 
