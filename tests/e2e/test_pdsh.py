@@ -3,7 +3,8 @@
 netns.Cluster (10.213.0.1-3): every node finds its own rank in --addrs,
 pdsh -S returns the job's status, and a job ends with the ssh sessions
 that started it: a Ctrl-C on pdsh, or one ssh client killed, stops every
-node with nothing left running."""
+node with nothing left running; one node with no job plane too.  Under
+nohup, or with only a stdout reader gone (| head), the job goes on."""
 import os
 import shlex
 import signal
