@@ -660,7 +660,7 @@ static int run(struct launch *l)
 		.wrapped = !l->o.no_wrap, .guarded = l->guarded != NULL,
 		.cmd = l->guarded ? l->guarded : l->cmd, .base_env = environ,
 		.log_dir = l->o.log_dir, .error_file = l->o.error_file, .grace = l->o.grace,
-		.hang_timeout = l->o.hang_timeout,
+		.hang_timeout = l->o.hang_timeout, .on_hangup = l->o.on_hangup,
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
 		.restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
 		.secret = l->secret.value, .host = l->ci.addrs[l->ci.node_rank],

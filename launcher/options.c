@@ -48,6 +48,10 @@ const char opt_usage[] =
 "  --grace SECONDS      from SIGTERM to SIGKILL when stopping (30)   [SLOTRUN_GRACE]\n"
 "  --hang-timeout S     a rank that neither writes nor exits for S seconds\n"
 "                       fails the job with status 124 (0: off)  [SLOTRUN_HANG_TIMEOUT]\n"
+"  --on-hangup auto|stop|ignore\n"
+"                       stop the job (as SIGHUP, 129) when the session that started\n"
+"                       slotrun ends (auto: an ssh session, not under nohup)\n"
+"                                                              [SLOTRUN_ON_HANGUP]\n"
 "  --bind auto|none|core|numa|gpu\n"
 "                       pinning (auto: gpu on GPU slots, core on CPU slots) [SLOTRUN_BIND]\n"
 "  --report-bindings    one line per rank on stderr: GPU, cpus, NUMA node\n"
@@ -80,7 +84,7 @@ enum {
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
 	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
-	O_MASTER_ADDR, O_NO_PYTHON,
+	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP,
 	/* torchrun's spellings, told apart for messages */
 	O_NPROC_DASH, O_NPROC_UNDERSCORE, O_NODE_RANK_UNDERSCORE, O_MASTER_ADDR_UNDERSCORE,
 	O_MASTER_PORT_UNDERSCORE,
@@ -116,6 +120,7 @@ static const struct option longopts[] = {
 	{ "restart-delay", required_argument, NULL, O_RESTART_DELAY },
 	{ "restart-on", required_argument, NULL, O_RESTART_ON },
 	{ "hang-timeout", required_argument, NULL, O_HANG_TIMEOUT },
+	{ "on-hangup", required_argument, NULL, O_ON_HANGUP },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -182,7 +187,7 @@ static const char *flag_or_env(const char *flag, const char *flagname, const str
 
 /* Values given as text, flag or variable, read after all the flags. */
 struct raw {
-	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang;
+	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup;
 };
 
 /* The booleans and paths that come from variables; flags override them. */
@@ -251,6 +256,7 @@ static bool own_flag(int c, struct options *o, struct raw *raw)
 	case O_RESTART_DELAY: raw->delay = optarg; break;
 	case O_RESTART_ON: raw->restart_on = optarg; break;
 	case O_HANG_TIMEOUT: raw->hang = optarg; break;
+	case O_ON_HANGUP: raw->hangup = optarg; break;
 	default: return false;
 	}
 	return true;
@@ -305,7 +311,8 @@ static int read_seconds(const struct ci_env *env, struct options *o, const struc
 	return 0;
 }
 
-/* The counts, the port, the policy and the binding, flag over variable. */
+/* The counts, the port, the policy, the binding and the hangup's effect,
+ * flag over variable. */
 static int read_values(const struct ci_env *env, struct options *o, const struct raw *raw,
 		       char *err, size_t errlen)
 {
@@ -332,6 +339,11 @@ static int read_values(const struct ci_env *env, struct options *o, const struct
 	if ((v = flag_or_env(raw->bind, "--bind", env, "SLOTRUN_BIND", &what)) &&
 	    topo_parse_bind(v, &o->bind) < 0) {
 		snprintf(err, errlen, "%s '%s': expected auto, none, core, numa or gpu", what, v);
+		return -EINVAL;
+	}
+	if ((v = flag_or_env(raw->hangup, "--on-hangup", env, "SLOTRUN_ON_HANGUP", &what)) &&
+	    session_parse_mode(v, &o->on_hangup) < 0) {
+		snprintf(err, errlen, "%s '%s': expected auto, stop or ignore", what, v);
 		return -EINVAL;
 	}
 	return 0;

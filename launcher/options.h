@@ -10,6 +10,7 @@
 
 #include "cluster_info.h"
 #include "restart.h"
+#include "session.h"
 #include "topology.h"
 
 #define OPT_DEFAULT_GRACE 30.0
@@ -34,6 +35,7 @@ struct options {
 	double join_timeout;       /* seconds for every node to join the chief */
 	double hb_timeout;         /* seconds of silence before a node is lost */
 	const char *secret_file;   /* or NULL */
+	enum session_mode on_hangup;  /* whether the end of the session that started us stops the job */
 	struct restart_policy restart;
 	char **argv;               /* the command */
 	const char *interpreter;   /* OPT_PYTHON for a .py command, else NULL:

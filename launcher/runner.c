@@ -23,6 +23,7 @@
 #include "procs.h"
 #include "report.h"
 #include "runner_state.h"
+#include "session.h"
 #include "status.h"
 #include "workers.h"
 
@@ -360,6 +361,22 @@ static void on_terminal_stop(struct runner *r, int sig)
 	}
 }
 
+/* A signal for the workers and the job plane; one that stops stops the
+ * whole job. */
+static void told(struct runner *r, int sig, bool stops)
+{
+	if (r->started)
+		feed(r, (struct sup_event){ .type = stops ? SUP_EV_STOP_SIGNAL : SUP_EV_SIGNAL, .sig = sig });
+	if (r->plane) {
+		plane_local_signal(r->plane, sig, stops);
+	} else if (!r->started && stops) {
+		/* waiting to restart: nothing runs, so stop at once */
+		evtimer_del(r->backoff);
+		r->stopped_between = sig;
+		finish(r);
+	}
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct runner *r = arg;
@@ -374,16 +391,17 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		on_terminal_stop(r, (int)sig);
 		return;
 	}
-	if (r->started)
-		feed(r, (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = (int)sig });
-	if (r->plane) {
-		plane_local_signal(r->plane, (int)sig, sig == SIGTERM || sig == SIGINT);
-	} else if (!r->started && (sig == SIGTERM || sig == SIGINT)) {
-		/* waiting to restart: nothing runs, so stop at once */
-		evtimer_del(r->backoff);
-		r->stopped_between = (int)sig;
-		finish(r);
-	}
+	told(r, (int)sig, sig == SIGTERM || sig == SIGINT);
+}
+
+/* The session that started us ended: the job stops as for a SIGHUP that
+ * stops, on every node. */
+static void on_session_end(void *arg, const char *why)
+{
+	struct runner *r = arg;
+
+	note(r, "slotrun: %s: stopping the job (SIGHUP)", why);
+	told(r, SIGHUP, true);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -498,7 +516,7 @@ static void plane_stop(void *arg, int sig)
 
 	if (!r->started)
 		return;
-	feed(r, sig ? (struct sup_event){ .type = SUP_EV_SIGNAL, .sig = sig }
+	feed(r, sig ? (struct sup_event){ .type = SUP_EV_STOP_SIGNAL, .sig = sig }
 		    : (struct sup_event){ .type = SUP_EV_STOP });
 }
 
@@ -575,6 +593,7 @@ static void prepare_process(sigset_t *orig)
 static int setup_loop(struct runner *r)
 {
 	bool all;
+	int err;
 
 	r->w = calloc((size_t)r->n, sizeof(*r->w));
 	r->fate = calloc((size_t)r->n, sizeof(*r->fate));
@@ -594,6 +613,10 @@ static int setup_loop(struct runner *r)
 	r->hang_check = event_new(r->base, -1, EV_PERSIST, on_hang_check, r);
 	r->leftovers = evtimer_new(r->base, on_leftovers, r);
 	all = all && r->timer && r->backoff && r->hang_check && r->leftovers;
+	/* before our SIGHUP handler: nohup's SIG_IGN tells */
+	if ((err = session_open(&r->session, r->base, r->cfg->on_hangup, on_session_end, r)) < 0)
+		fprintf(stderr, "slotrun: cannot watch for the end of this session, it will not stop the job: %s\n",
+			strerror(-err));
 	for (int i = 0; i < RUNNER_NSIGNALS; i++) {
 		r->sigev[i] = evsignal_new(r->base, runner_signals[i], on_signal, r);
 		all = all && r->sigev[i] && event_add(r->sigev[i], NULL) == 0;
@@ -651,6 +674,7 @@ static int wind_down(struct runner *r)
 static void teardown(struct runner *r)
 {
 	plane_close(r->plane);
+	session_close(r->session);
 	oom_close(&r->oom);
 	diag_free(r->diag);
 	for (int i = 0; i < RUNNER_NSIGNALS; i++)

@@ -11,6 +11,7 @@
 #include "plan.h"
 #include "plane.h"
 #include "restart.h"
+#include "session.h"
 #include "topology.h"
 
 struct runner_cfg {
@@ -30,6 +31,7 @@ struct runner_cfg {
 	const struct restart_policy *restart;  /* NULL: no restarts */
 	const char *secret;              /* the job secret (each restart derives its own) */
 	const char *host;                /* this node's address, for the summary */
+	enum session_mode on_hangup;     /* whether the end of our session stops the job */
 };
 
 /* Returns slotrun's exit status (slotrun(1), EXIT STATUS).  With a job

@@ -77,6 +77,7 @@ struct runner {
 	struct sup_actions held;     /* ... which waits with these */
 	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
 	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */
+	struct session *session;     /* watching for the end of our session, or NULL */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an

@@ -112,10 +112,9 @@ static struct sup_actions worker_exited(struct sup *s, int w, int code, double t
 	return a;
 }
 
-static struct sup_actions on_signal(struct sup *s, int sig)
+static struct sup_actions on_signal(struct sup *s, int sig, bool stops)
 {
 	struct sup_actions a = { 0 };
-	bool stops = sig == SIGTERM || sig == SIGINT;
 
 	if (sig == SIGINT)
 		s->sigints++;
@@ -155,7 +154,9 @@ static struct sup_actions step(struct sup *s, const struct sup_event *ev)
 	case SUP_EV_EXIT:
 		return worker_exited(s, ev->worker, ev->code, ev->t);
 	case SUP_EV_SIGNAL:
-		return on_signal(s, ev->sig);
+		return on_signal(s, ev->sig, ev->sig == SIGTERM || ev->sig == SIGINT);
+	case SUP_EV_STOP_SIGNAL:
+		return on_signal(s, ev->sig, true);
 	case SUP_EV_TIMER:
 		if ((s->state == SUP_STOPPING || s->state == SUP_SWEEP) && !s->escalated)
 			return escalate(s, none);

@@ -3,7 +3,7 @@
  * (a worker exited, a signal arrived, the grace timer fired, no stray
  * descendants are left) and carries out the actions it returns.
  *
- *   RUNNING --first failure / SIGTERM / SIGINT / job stopped elsewhere-->
+ *   RUNNING --first failure / SIGTERM / SIGINT / session ended / job stopped elsewhere-->
  *           STOPPING (TERM to workers, grace armed)
  *   STOPPING --grace expired / second SIGINT--> KILLING (KILL to workers and strays)
  *   any --last worker reaped--> SWEEP (strays: TERM, or KILL once escalated)
@@ -25,6 +25,9 @@ enum sup_state { SUP_RUNNING, SUP_STOPPING, SUP_KILLING, SUP_SWEEP, SUP_DONE };
 enum sup_event_type {
 	SUP_EV_EXIT,         /* worker `worker` exited with `code` (exit code, or 128+N) */
 	SUP_EV_SIGNAL,       /* slotrun received `sig` */
+	SUP_EV_STOP_SIGNAL,  /* told to stop with `sig`, one that alone only goes to the workers:
+			      * the job plane's stop by another node, or this node's session's end
+			      * (SIGHUP) */
 	SUP_EV_TIMER,        /* the grace period armed by an action ran out */
 	SUP_EV_STRAYS_GONE,  /* in SWEEP: slotrun has no child process left */
 	SUP_EV_STOP,         /* the job plane: the job failed on another node */
@@ -75,7 +78,7 @@ struct sup {
 	int nworkers;
 	int live;
 	int root_cause;      /* worker index of the first failure, or -1 */
-	int stop_signal;     /* TERM/INT that told slotrun to stop, or 0 */
+	int stop_signal;     /* TERM/INT (or HUP: the session ended) that told slotrun to stop, or 0 */
 	int stray_signal;    /* last signal sent to strays (TERM, then KILL) */
 	bool escalated;      /* KILL sent */
 	int sigints;         /* SIGINTs received: the second escalates */

@@ -13,7 +13,8 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # eu-stack), slotrun under a private one-node Slurm (slurm-wlm with its
 # munge; `apt-get install -s` installs them without questions, and Debian
 # starts no daemon where policy-rc.d forbids), examples/ssh/launch.sh
-# against an sshd in each namespace node (openssh-server), render the man
+# against an sshd in each namespace node (openssh-server), and a job started
+# in one pdsh line over those sshds (pdsh), render the man
 # pages (man-db), run slotrun and wrap_rank under valgrind, and fuzz the
 # parsers (clang's libFuzzer).  Packages go in without their recommends,
 # so what a test needs from a recommended package is named here:
@@ -22,7 +23,7 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # test builds examples/container/Dockerfile with podman (runc as its runtime,
 # netavark and aardvark-dns for a network whose names resolve) on a Debian
 # base from debootstrap (which only recommends the archive's keyring).
-SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server man-db valgrind clang
+SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server pdsh man-db valgrind clang
 	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]

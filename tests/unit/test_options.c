@@ -78,6 +78,24 @@ LEAK_TEST(options, env_fills_what_flags_leave)
 	cr_assert_str_eq(o.error_file, "/x");
 }
 
+LEAK_TEST(options, on_hangup_flag_over_variable)
+{
+	struct options o;
+	char err[512];
+	const char *e[] = { "SLOTRUN_ON_HANGUP=ignore", NULL };
+	const char *flag[] = { "slotrun", "--on-hangup", "stop", "x", NULL };
+	const char *none[] = { "slotrun", "x", NULL };
+
+	fake_env = NULL;
+	cr_assert_eq(parse(none, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.on_hangup, SESSION_AUTO);
+	fake_env = e;
+	cr_assert_eq(parse(none, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.on_hangup, SESSION_IGNORE);
+	cr_assert_eq(parse(flag, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.on_hangup, SESSION_STOP);
+}
+
 LEAK_TEST(options, bad_values_name_the_option)
 {
 	struct { const char *argv[6]; const char *env; const char *want; } cases[] = {
@@ -87,6 +105,8 @@ LEAK_TEST(options, bad_values_name_the_option)
 		{ { "slotrun", "x", NULL }, "SLOTRUN_GRACE=nan", "SLOTRUN_GRACE" },
 		{ { "slotrun", "--bind", "left", "x", NULL }, NULL, "--bind 'left'" },
 		{ { "slotrun", "x", NULL }, "SLOTRUN_BIND=up", "SLOTRUN_BIND 'up'" },
+		{ { "slotrun", "--on-hangup", "yes", "x", NULL }, NULL, "--on-hangup 'yes': expected auto" },
+		{ { "slotrun", "x", NULL }, "SLOTRUN_ON_HANGUP=off", "SLOTRUN_ON_HANGUP 'off'" },
 		{ { "slotrun", "x", NULL }, "SLOTRUN_NO_WRAP=maybe", "SLOTRUN_NO_WRAP" },
 		{ { "slotrun", "--nope", "x", NULL }, NULL, "unknown option '--nope'" },
 		{ { "slotrun", "--slots", NULL }, NULL, "needs a value" },

@@ -149,6 +149,23 @@ LEAK_TEST(supervisor, preemption_signals_only_forwarded)
 	cr_assert_eq(sup_exit_code(&s), 0);
 }
 
+/* A session's end: SIGHUP, which alone is only forwarded, stops the job. */
+LEAK_TEST(supervisor, stop_signal_stops_with_a_forwarded_signal)
+{
+	struct sup_event e = { .type = SUP_EV_STOP_SIGNAL, .sig = SIGHUP };
+	struct sup_actions a = sup_step(&s, &e);
+
+	cr_assert_eq(a.signal_workers, SIGHUP);
+	cr_assert(a.arm_timer);
+	cr_assert_eq(s.state, SUP_STOPPING);
+	a = ev(SUP_EV_TIMER);
+	cr_assert_eq(a.signal_workers, SIGKILL);
+	for (int i = 0; i < N; i++)
+		ev_exit(i, 129);
+	ev(SUP_EV_STRAYS_GONE);
+	cr_assert_eq(sup_exit_code(&s), 129);
+}
+
 LEAK_TEST(supervisor, failure_before_sigterm_keeps_root_cause)
 {
 	ev_exit(3, 2);
