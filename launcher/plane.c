@@ -67,14 +67,14 @@ void plane_local_fail(struct plane *p, const struct plane_cause *f)
 		plane_member_local_fail(p, f);
 }
 
-void plane_local_signal(struct plane *p, int sig, bool stops)
+void plane_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
 	if (p->ended)
 		return;
 	if (p->chief)
-		plane_chief_local_signal(p, sig, stops);
+		plane_chief_local_signal(p, sig, stops, why);
 	else
-		plane_member_local_signal(p, sig, stops);
+		plane_member_local_signal(p, sig, stops, why);
 }
 
 void plane_local_pause(struct plane *p, int sig)

@@ -87,8 +87,9 @@ int plane_open(struct plane **p, struct event_base *base, const struct plane_cfg
  * refines it). */
 void plane_local_fail(struct plane *p, const struct plane_cause *f);
 
-/* This node's slotrun received sig; stops: it is TERM or INT. */
-void plane_local_signal(struct plane *p, int sig, bool stops);
+/* This node's slotrun received sig; stops: it is TERM or INT, or why
+ * says why this node stops the job with sig (NULL: the signal alone). */
+void plane_local_signal(struct plane *p, int sig, bool stops, const char *why);
 
 /* This node's slotrun received sig (SIGTSTP), stopped its workers and is
  * about to stop itself: the other nodes pause their workers, and its

@@ -29,7 +29,9 @@ struct plane_cause {
 	int64_t when_ms;         /* RANK: wall-clock time of the exit, ms since the epoch */
 	int64_t after_ms;        /* RANK: ms from that node's start to the exit */
 	char host[PLANE_HOST_MAX];
-	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why */
+	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why;
+				     * SIGNAL: why the node stopped the job, if not the
+				     * signal alone (or "") */
 	char tail[PLANE_TAIL_MAX];  /* RANK: its last stderr lines, '\n'-separated */
 	/* RANK: what the rank said of its failure in its report (rank_report.h),
 	 * or "" */

@@ -284,10 +284,10 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 		a = plane_coord_fail(&p->coord, c->node, &m.cause, clock_mono());
 		break;
 	case PLANE_STOP_REQ:
-		a = plane_coord_signal(&p->coord, c->node, m.sig, true);
+		a = plane_coord_signal_why(&p->coord, c->node, m.sig, true, m.text);
 		break;
 	case PLANE_SIGNAL_REQ:
-		a = plane_coord_signal(&p->coord, c->node, m.sig, false);
+		a = plane_coord_signal_why(&p->coord, c->node, m.sig, false, m.text);
 		break;
 	case PLANE_DONE:
 		a = plane_coord_done(&p->coord, c->node, m.code);
@@ -471,9 +471,9 @@ void plane_chief_local_fail(struct plane *p, const struct plane_cause *f)
 	apply(p, &a, NULL);
 }
 
-void plane_chief_local_signal(struct plane *p, int sig, bool stops)
+void plane_chief_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
-	struct plane_acts a = plane_coord_signal(&p->coord, 0, sig, stops);
+	struct plane_acts a = plane_coord_signal_why(&p->coord, 0, sig, stops, why);
 
 	apply(p, &a, NULL);
 }

@@ -19,7 +19,7 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen);
 
 /* This node's own events, as the coordinator's node 0. */
 void plane_chief_local_fail(struct plane *p, const struct plane_cause *f);
-void plane_chief_local_signal(struct plane *p, int sig, bool stops);
+void plane_chief_local_signal(struct plane *p, int sig, bool stops, const char *why);
 void plane_chief_local_pause(struct plane *p, int sig);
 void plane_chief_local_resume(struct plane *p);
 void plane_chief_local_done(struct plane *p, int code);

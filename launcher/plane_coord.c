@@ -327,7 +327,12 @@ void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 		return;
 	case PLANE_CAUSE_SIGNAL:
 		abbrev = sigabbrev_np(cause->code);
-		snprintf(buf, len, "SIG%s to node %d (%s)", abbrev ? abbrev : "?", cause->node, cause->host);
+		if (cause->text[0])
+			snprintf(buf, len, "node %d (%s): %s (SIG%s)", cause->node, cause->host,
+				 cause->text, abbrev ? abbrev : "?");
+		else
+			snprintf(buf, len, "SIG%s to node %d (%s)", abbrev ? abbrev : "?", cause->node,
+				 cause->host);
 		return;
 	case PLANE_CAUSE_LOST:
 		snprintf(buf, len, "node %d (%s) lost: %s", cause->node, cause->host, cause->text);
@@ -435,6 +440,12 @@ struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct
 
 struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, bool stops)
 {
+	return plane_coord_signal_why(c, node, sig, stops, NULL);
+}
+
+struct plane_acts plane_coord_signal_why(struct plane_coord *c, int node, int sig, bool stops,
+					 const char *why)
+{
 	struct plane_acts a = { .origin = node };
 	const char *host;
 
@@ -446,6 +457,7 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 			return a; /* no worker to tell */
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = node, .code = sig };
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why ? why : "");
 		c->code = 128 + sig;
 		return end_now(c, a);
 	}
@@ -453,8 +465,9 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 		if (!stops)
 			return a; /* no worker to tell yet */
 		/* told to stop: no waiting for nodes still to come */
-		a = abort_with(c, 128 + sig, "job stopped before it started: SIG%s to node %d (%s)",
-			       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", node, host);
+		a = abort_with(c, 128 + sig, "job stopped before it started: SIG%s to node %d (%s)%s%s",
+			       sigabbrev_np(sig) ? sigabbrev_np(sig) : "?", node, host,
+			       why && why[0] ? ": " : "", why ? why : "");
 		a.exit = true;
 		c->phase = PLANE_ENDED;
 		return a;
@@ -466,6 +479,7 @@ struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, b
 	if (c->cause.kind == PLANE_CAUSE_NONE) {
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = node, .code = sig };
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why ? why : "");
 	}
 	a.stop = true;
 	a.stop_sig = sig;

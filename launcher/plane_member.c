@@ -429,11 +429,13 @@ void plane_member_local_fail(struct plane *p, const struct plane_cause *f)
 		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_FAIL, .cause = *f });
 }
 
-void plane_member_local_signal(struct plane *p, int sig, bool stops)
+void plane_member_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
 	if (p->chief_conn && p->chief_conn->authed && p->chief_lost.kind == PLANE_CAUSE_NONE) {
-		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = stops ? PLANE_STOP_REQ : PLANE_SIGNAL_REQ,
-								    .sig = sig });
+		struct plane_msg m = { .type = stops ? PLANE_STOP_REQ : PLANE_SIGNAL_REQ, .sig = sig };
+
+		snprintf(m.text, sizeof(m.text), "%s", why ? why : "");
+		plane_conn_send(p->chief_conn, &m);
 		return;
 	}
 	if (stops && p->mstate != M_RUNNING) {

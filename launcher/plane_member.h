@@ -18,7 +18,7 @@ int plane_member_open(struct plane *p, char *err, size_t errlen);
 
 /* This node's own events, for the chief. */
 void plane_member_local_fail(struct plane *p, const struct plane_cause *f);
-void plane_member_local_signal(struct plane *p, int sig, bool stops);
+void plane_member_local_signal(struct plane *p, int sig, bool stops, const char *why);
 void plane_member_local_pause(struct plane *p, int sig);
 void plane_member_local_resume(struct plane *p);
 void plane_member_local_done(struct plane *p, int code);

@@ -124,6 +124,9 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		break;
 	case PLANE_STOP_REQ:
 	case PLANE_SIGNAL_REQ:
+		put_i32(&w, m->sig);
+		put_str(&w, m->text, sizeof(m->text));
+		break;
 	case PLANE_PAUSE_REQ:
 		put_i32(&w, m->sig);
 		break;
@@ -324,6 +327,9 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 		return 0;
 	case PLANE_STOP_REQ:
 	case PLANE_SIGNAL_REQ:
+		m->sig = get_i32(r);
+		get_str(r, m->text, sizeof(m->text));
+		return 0;
 	case PLANE_PAUSE_REQ:
 		m->sig = get_i32(r);
 		return 0;

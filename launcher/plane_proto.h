@@ -96,7 +96,8 @@ struct plane_msg {
 	int sig, node;                        /* STOP_REQ, SIGNAL_REQ, PAUSE_REQ (sig); STOP,
 					       * SIGNAL, PAUSE; RESUME, MISMATCH (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
-	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT */
+	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT; STOP_REQ, SIGNAL_REQ: why, if
+					       * not the signal alone (or "") */
 };
 
 /* Encodes m as one whole frame into buf.  Returns its length, or
@@ -289,6 +290,12 @@ struct plane_acts plane_coord_fail(struct plane_coord *c, int node, const struct
 /* Node `node`'s slotrun received sig: a stop (TERM, INT) or a signal for
  * every worker (USR1, USR2, HUP, QUIT). */
 struct plane_acts plane_coord_signal(struct plane_coord *c, int node, int sig, bool stops);
+
+/* The same, for a reason of the node's own rather than a signal it got
+ * (why: e.g. "the session that started it ended"); the job's cause says
+ * it. */
+struct plane_acts plane_coord_signal_why(struct plane_coord *c, int node, int sig, bool stops,
+					 const char *why);
 
 /* Node `node`'s workers are all reaped; code is its own status. */
 struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);

@@ -362,13 +362,14 @@ static void on_terminal_stop(struct runner *r, int sig)
 }
 
 /* A signal for the workers and the job plane; one that stops stops the
- * whole job. */
-static void told(struct runner *r, int sig, bool stops)
+ * whole job.  why: the reason the job plane gives, when this node stops
+ * the job for one of its own rather than because it got sig (or NULL). */
+static void told(struct runner *r, int sig, bool stops, const char *why)
 {
 	if (r->started)
 		feed(r, (struct sup_event){ .type = stops ? SUP_EV_STOP_SIGNAL : SUP_EV_SIGNAL, .sig = sig });
 	if (r->plane) {
-		plane_local_signal(r->plane, sig, stops);
+		plane_local_signal(r->plane, sig, stops, why);
 	} else if (!r->started && stops) {
 		/* waiting to restart: nothing runs, so stop at once */
 		evtimer_del(r->backoff);
@@ -391,7 +392,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		on_terminal_stop(r, (int)sig);
 		return;
 	}
-	told(r, (int)sig, sig == SIGTERM || sig == SIGINT);
+	told(r, (int)sig, sig == SIGTERM || sig == SIGINT, NULL);
 }
 
 /* The session that started us ended: the job stops as for a SIGHUP that
@@ -401,7 +402,7 @@ static void on_session_end(void *arg, const char *why)
 	struct runner *r = arg;
 
 	note(r, "slotrun: %s: stopping the job (SIGHUP)", why);
-	told(r, SIGHUP, true);
+	told(r, SIGHUP, true, "the session that started it ended");
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)

@@ -151,7 +151,8 @@ def a_killed_ssh_client_ends_the_job_on_every_node():
         assert sshd.error_file(0)["root_cause"]["node_rank"] == 1, sshd.error_file(0)
         # the nodes whose sessions stayed say how it ended
         out = p.out.decode(errors="replace") + p.err.decode(errors="replace")
-        assert "slotrun: job stopped: SIGHUP to node 1 (10.213.0.2)" in out, out[-2000:]
+        assert "slotrun: job stopped: node 1 (10.213.0.2): the session that started it ended (SIGHUP)" \
+            in out, out[-2000:]
 
 
 @case

@@ -520,7 +520,7 @@ LEAK_TEST_OPTS(plane_member, start_stop_and_end_from_the_chief, .timeout = 30)
 	cr_assert(run_until(has_started, WAIT));
 	cr_assert_eq(rec.nsaid, 0, "a start says nothing");
 
-	plane_local_signal(p, SIGUSR1, false);
+	plane_local_signal(p, SIGUSR1, false, NULL);
 	m = next_but_pings();
 	cr_assert_eq(m.type, PLANE_SIGNAL_REQ);
 	cr_assert_eq(m.sig, SIGUSR1);

@@ -453,6 +453,26 @@ Test(plane_coord, a_stop_signal_anywhere_stops_everywhere_with_128_plus_n)
 	cr_assert_str_eq(line, "SIGTERM to node 1 (10.213.0.2)");
 }
 
+Test(plane_coord, a_node_that_stops_the_job_for_a_reason_of_its_own_is_named_with_it)
+{
+	struct plane_msg m = { .type = PLANE_STOP_REQ, .sig = SIGHUP }, out;
+	struct plane_acts a;
+	char line[256];
+
+	snprintf(m.text, sizeof(m.text), "the session that started it ended");
+	out = roundtrip(&m);
+	cr_assert_eq(out.sig, SIGHUP);
+	cr_assert_str_eq(out.text, m.text, "STOP_REQ carries the reason");
+	all_in();
+	a = plane_coord_signal_why(&co, 1, out.sig, true, out.text);
+	cr_assert(a.stop);
+	cr_assert_eq(a.stop_sig, SIGHUP);
+	plane_cause_line(&co.cause, line, sizeof(line));
+	cr_assert_str_eq(line, "node 1 (10.213.0.2): the session that started it ended (SIGHUP)");
+	m.text[0] = '\0';
+	cr_assert_str_eq(roundtrip(&m).text, "", "no reason: the signal alone");
+}
+
 Test(plane_coord, a_preemption_signal_reaches_every_other_node)
 {
 	struct plane_acts a;
