@@ -6,6 +6,7 @@ and prints TAP for meson.  Waiting is always on a condition with a deadline
 (wait_for, Proc.wait_line); never a fixed sleep."""
 
 import atexit
+import errno
 import os
 import select
 import signal
@@ -53,6 +54,23 @@ def wait_for(cond, timeout=10.0, what="condition"):
 _SCRUB_PREFIXES = ("SLURM_", "DET_", "SLOTRUN_", "OMPI_", "PMI_", "PET_")
 _SCRUB = {"RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "CUDA_VISIBLE_DEVICES",
           "OMP_NUM_THREADS", "JOB_COMPLETION_INDEX", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME"}
+
+
+def fifo_release(path, data=b"go\n"):
+    """A condition for wait_for: writes data to the FIFO at path once a
+    reader holds it open (a rank blocked in `read x < path`) and is then
+    true; false while nobody reads (ENXIO)."""
+    def go():
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return False
+            raise
+        os.write(fd, data)
+        os.close(fd)
+        return True
+    return go
 
 
 def job_env(extra=None):

@@ -113,14 +113,19 @@ def check_file(path, ctl, prefix, lost_lines, lost_bytes):
     return own
 
 
+def job_files(tmp):
+    """The job's control folder and its script (JOB) in tmp."""
+    ctl, script = os.path.join(tmp, "ctl"), os.path.join(tmp, "job.sh")
+    os.mkdir(ctl)
+    with open(script, "w") as f:
+        f.write(JOB)
+    return ctl, script
+
+
 @case
 def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
     tmp, disk = scratch("4m")
-    ctl = os.path.join(tmp, "ctl")
-    os.mkdir(ctl)
-    script = os.path.join(tmp, "job.sh")
-    with open(script, "w") as f:
-        f.write(JOB)
+    ctl, script = job_files(tmp)
     out = os.path.join(disk, "out")
     tag = uuid.uuid4().hex
     with open(out, "wb") as f:
@@ -162,11 +167,7 @@ def stdout_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
 def a_log_file_on_a_full_disk_resumes_when_there_is_room_and_counts_the_loss():
     tmp, disk = scratch("1m")
     logs = os.path.join(disk, "logs")
-    ctl = os.path.join(tmp, "ctl")
-    os.mkdir(ctl)
-    script = os.path.join(tmp, "job.sh")
-    with open(script, "w") as f:
-        f.write(JOB)
+    ctl, script = job_files(tmp)
     log = os.path.join(logs, "rank-0.stdout")
     tag = uuid.uuid4().hex
     p = subprocess.Popen([SR, "--log-dir", logs, "--", "sh", script, ctl], stdin=subprocess.DEVNULL,
@@ -210,11 +211,7 @@ def stderr_on_a_full_disk_says_its_wait_once_it_has_room():
     # slotrun cannot say on a full stderr that it is full: both lines come
     # out, in order, once it has room
     tmp, disk = scratch("4m")
-    ctl = os.path.join(tmp, "ctl")
-    os.mkdir(ctl)
-    script = os.path.join(tmp, "job.sh")
-    with open(script, "w") as f:
-        f.write(JOB)
+    ctl, script = job_files(tmp)
     errf = os.path.join(disk, "err")
     tag = uuid.uuid4().hex
     with open(errf, "wb") as f:

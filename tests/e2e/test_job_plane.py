@@ -19,7 +19,7 @@ import stat
 import struct
 import time
 
-from harness import Proc, Skip, case, run
+from harness import Proc, Skip, case, fifo_release, run
 from jobs import SR, SYSTEM_PY, Job, clean_env, job_on, need_torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -83,18 +83,7 @@ def release(job, rank, timeout=10):
     """Lets a rank blocked in `read x < $JP_DIR/go.RANK` go on.  The FIFO
     opens for writing only once the rank holds it open for reading."""
     path = os.path.join(job.dir, f"go.{rank}")
-
-    def go():
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as e:
-            if e.errno == 6:   # ENXIO: no reader yet
-                return False
-            raise
-        os.write(fd, b"go\n")
-        os.close(fd)
-        return True
-    job.wait(go, timeout, f"rank {rank} to wait on {path}", must_run=())
+    job.wait(fifo_release(path), timeout, f"rank {rank} to wait on {path}", must_run=())
 
 
 def markers(job):

@@ -21,7 +21,7 @@ import signal
 import tempfile
 import time
 
-from harness import Proc, binary, case, job_env, kill_pids, pid_alive, pids_with_env, run, wait_for
+from harness import Proc, binary, case, fifo_release, job_env, kill_pids, pid_alive, pids_with_env, run, wait_for
 from jobs import Job, clean_env, job_on
 
 SR = binary("slotrun")
@@ -75,19 +75,7 @@ def not_stopped(root):
 def release(d, rank):
     """Lets a rank blocked in `read x < $D/go.RANK` go on (the FIFO opens
     for writing once the rank holds it for reading)."""
-    path = os.path.join(d, f"go.{rank}")
-
-    def go():
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as e:
-            if e.errno == 6:   # ENXIO: no reader yet
-                return False
-            raise
-        os.write(fd, b"go\n")
-        os.close(fd)
-        return True
-    return go
+    return fifo_release(os.path.join(d, f"go.{rank}"))
 
 
 # Each rank says it is ready, waits for the test's word, then counts.
