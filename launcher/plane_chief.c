@@ -246,6 +246,15 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 		a = plane_coord_misplaced(&p->coord, m->join.node_rank, other, c->peer);
 	else
 		a = plane_coord_join(&p->coord, &m->join);
+	if (a.refuse) {
+		struct plane_msg told = { .type = PLANE_ABORT, .code = a.code };
+
+		snprintf(told.text, sizeof(told.text), "%s", a.text);
+		plane_say(p, "%s", a.text);
+		plane_conn_send(c, &told);
+		c->closing = true;
+		return;
+	}
 	if (!a.abort) {
 		c->node = m->join.node_rank; /* in range: plane_coord_join checked */
 		p->by_node[c->node] = c;

@@ -199,8 +199,13 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 
 	if (c->phase == PLANE_ABORTING)
 		return tell_late(c, k);
-	if (c->phase != PLANE_JOINING)
-		return abort_with(c, 2, "node %d (%s) joined after the job had started", k, j->host);
+	if (c->phase != PLANE_JOINING) {
+		struct plane_acts a = { .refuse = true, .code = 2, .origin = -1 };
+
+		snprintf(a.text, sizeof(a.text), "node %d (%s) joined after the job had started: not joined, "
+			 "the job runs on without it (was the same node started twice?)", k, j->host);
+		return a;
+	}
 	if (strcmp(j->version, g->version) != 0)
 		return abort_with(c, 2, "node %d (%s) runs slotrun %s, node 0 runs %s", k, j->host,
 				  j->version, g->version);

@@ -236,6 +236,8 @@ struct plane_acts {
 				* continue our workers */
 	bool held;             /* plane_coord_secret: the connection waits for the verdict
 				* (MISMATCH, with the abort); false: refuse it alone */
+	bool refuse;           /* plane_coord_join: send ABORT(code, text) to the node that
+				* joined now alone and say text: the job goes on without it */
 };
 
 /* The root cause window of the supervisor (SUP_ROOT_WINDOW) across nodes: a
@@ -249,7 +251,10 @@ void plane_coord_free(struct plane_coord *c);
 
 /* A node proved the secret and presents j.  A disagreement or a duplicate
  * aborts the job with status 2 and one line naming the node and the field;
- * a node joining after that is told the same. */
+ * a node joining after that is told the same.  A node joining once the job
+ * has started (a retried ssh, the same command run twice, a pod relaunched
+ * while the old slotrun lives) is refused alone (refuse): the job runs on
+ * undisturbed. */
 struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_join *j);
 
 /* A connection tied to node `node` (plane_where: CLAIMED) presented the

@@ -237,6 +237,24 @@ Test(plane_coord, start_only_when_every_node_is_in)
 	all_in();
 }
 
+Test(plane_coord, a_node_joining_once_the_job_runs_is_refused_alone)
+{
+	struct plane_acts a;
+
+	all_in();
+	a = join(1, 2); /* node 1's command run a second time */
+	cr_assert(a.refuse && !a.abort && !a.exit && !a.stop, "refused alone, nothing else");
+	cr_assert_eq(a.code, 2);
+	cr_assert(strstr(a.text, "node 1 (10.213.0.2) joined after the job had started: not joined, "
+			  "the job runs on without it"), "%s", a.text);
+	cr_assert_eq(co.phase, PLANE_RUNNING, "the job runs on");
+	cr_assert_eq(co.cause.kind, PLANE_CAUSE_NONE);
+	cr_assert(plane_coord_done(&co, 1, 0).end == false);
+	cr_assert(plane_coord_done(&co, 2, 0).end == false);
+	cr_assert(plane_coord_done(&co, 0, 0).end, "its end is every original node's");
+	cr_assert_eq(co.code, 0);
+}
+
 struct mismatch {
 	int field; /* 0 slots, 1 nnodes, 2 world, 3 version, 4 rank, 5 rank 0, 6 restarts */
 	char want[128]; /* inline: the test runs in another process */
