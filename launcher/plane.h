@@ -42,7 +42,7 @@ struct plane_cfg {
 	int world_size;
 	int control_port;
 	double join_timeout;        /* seconds */
-	double hb_timeout;          /* seconds */
+	double hb_timeout;          /* seconds; checked alike on every node */
 	const char *secret;
 	const struct restart_policy *restart;  /* the chief's decides; NULL: none */
 	int max_restarts;           /* checked alike on every node */

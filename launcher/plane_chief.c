@@ -442,7 +442,8 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 	p->ccfg = (struct plane_coord_cfg){ .nnodes = cfg->nnodes, .slot_counts = cfg->slot_counts,
 					    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
 					    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
-					    .restart = cfg->restart, .max_restarts = cfg->max_restarts };
+					    .restart = cfg->restart, .max_restarts = cfg->max_restarts,
+					    .hb_timeout_ms = plane_hb_ms(cfg->hb_timeout) };
 	p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 	p->where = calloc((size_t)cfg->nnodes, sizeof(*p->where));
 	if (!p->by_node || !p->where || plane_coord_init(&p->coord, &p->ccfg) < 0) {

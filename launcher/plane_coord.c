@@ -233,6 +233,11 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 		return abort_with(c, 2, "node %d (%s) says --max-restarts %d, node 0 was told %d", k, j->host,
 				  j->max_restarts, g->max_restarts);
 	}
+	if (j->hb_timeout_ms != g->hb_timeout_ms) {
+		c->st[k] = PLANE_N_TOLD;
+		return abort_with(c, 2, "node %d (%s) says --heartbeat-timeout %g, node 0 was told %g", k,
+				  j->host, j->hb_timeout_ms / 1000.0, g->hb_timeout_ms / 1000.0);
+	}
 	c->st[k] = PLANE_N_JOINED;
 	++c->joined;
 	if (secret_verdict(c, false, &none))

@@ -145,7 +145,8 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 	unsigned char out[4 + PLANE_MAX_FRAME];
 	struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes,
 				.slots = g->slot_counts[g->node_rank], .world_size = g->world_size,
-				.max_restarts = g->max_restarts };
+				.max_restarts = g->max_restarts,
+				.hb_timeout_ms = plane_hb_ms(g->hb_timeout) };
 	int n;
 
 	if (m->type != PLANE_CHAL) {

@@ -68,6 +68,7 @@ static void put_join(struct wbuf *w, const struct plane_join *j)
 	put_i32(w, j->slots);
 	put_i32(w, j->world_size);
 	put_i32(w, j->max_restarts);
+	put_i32(w, j->hb_timeout_ms);
 	put_str(w, j->version, sizeof(j->version));
 	put_str(w, j->host, sizeof(j->host));
 	if (j->has_id)
@@ -248,6 +249,7 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 	j->slots = get_i32(r);
 	j->world_size = get_i32(r);
 	j->max_restarts = get_i32(r);
+	j->hb_timeout_ms = get_i32(r);
 	get_str(r, j->version, sizeof(j->version));
 	get_str(r, j->host, sizeof(j->host));
 	/* the id ends the frame (a JOIN is decoded to its end) */

@@ -76,6 +76,7 @@ enum plane_type {
 struct plane_join {
 	int node_rank, nnodes, slots, world_size;
 	int max_restarts;
+	int hb_timeout_ms;         /* --heartbeat-timeout: one per job */
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
 	/* Which secret the node holds (plane_secret_id), so that the chief
@@ -179,6 +180,8 @@ struct plane_coord_cfg {
 	double join_timeout;       /* seconds, for messages */
 	const struct restart_policy *restart;  /* NULL: no restarts */
 	int max_restarts;          /* every node must say the same */
+	int hb_timeout_ms;         /* the same: a node that judges silence sooner than its
+				    * peers speak would call healthy nodes lost */
 };
 
 enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST, PLANE_N_TOLD };
@@ -244,6 +247,12 @@ struct plane_acts {
  * death by signal reported this soon after a root cause that merely exited
  * with an error replaces it (the crash took its peers down). */
 #define PLANE_ROOT_WINDOW 0.25
+
+/* A heartbeat timeout in seconds as JOIN carries it: whole milliseconds. */
+static inline int plane_hb_ms(double seconds)
+{
+	return (int)(seconds * 1000.0 + 0.5);
+}
 
 /* Returns 0 or -ENOMEM.  cfg must outlive c. */
 int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg);

@@ -640,6 +640,19 @@ def nodes_that_disagree_on_max_restarts_start_nothing():
         assert markers(job) == [], markers(job)
 
 
+@case
+def nodes_that_disagree_on_the_heartbeat_timeout_start_nothing():
+    # a node that judges silence sooner than its peers speak would call
+    # healthy nodes lost: one heartbeat timeout per job
+    with job_plane() as job:
+        job.start(0, MARK)
+        job.start(1, MARK)
+        job.start(2, MARK, opts=["--join-timeout", "5", "--heartbeat-timeout", "7.5", "--grace", "1"])
+        job.expect_exit([2, 2, 2], timeout=30)
+        job.assert_err_everywhere(f"node 2 (10.213.0.3) says --heartbeat-timeout 7.5, node 0 was told {HEARTBEAT}")
+        assert markers(job) == [], markers(job)
+
+
 
 @case
 def a_node_rank_the_chief_sees_from_another_node_s_address_ends_the_join():

@@ -85,7 +85,7 @@ def cause(kind=1, node=1, rank=3, code=4, host="10.0.0.2", text="", tail="boom\n
 
 
 NONCE, MAC = bytes(range(32)), bytes(range(32, 64))
-join = struct.pack(">iiii", 1, 2, 2, 4) + pstr("0.1.0") + pstr("node1")
+join = struct.pack(">iiiiii", 1, 2, 2, 4, 0, 5000) + pstr("0.1.0") + pstr("node1")
 put("plane_proto", "handshake", frame(1, b"slotrun-plane/1\0" + NONCE) + frame(2, NONCE + MAC + join)
     + frame(3, MAC) + frame(5))
 put("plane_proto", "refuse", frame(4, pstr("wrong secret")))

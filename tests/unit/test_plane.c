@@ -616,7 +616,8 @@ static struct plane_msg node_connect(const struct plane_cfg *cfg)
 
 static void node_join(const struct plane_msg *chal, const char *secret)
 {
-	struct plane_join j = { .node_rank = 1, .nnodes = 2, .slots = 1, .world_size = 2 };
+	struct plane_join j = { .node_rank = 1, .nnodes = 2, .slots = 1, .world_size = 2,
+				.hb_timeout_ms = plane_hb_ms(hb_timeout) };
 	unsigned char nn[AUTH_NONCE_LEN], frame[4 + PLANE_MAX_FRAME];
 	int n;
 

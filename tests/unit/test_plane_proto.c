@@ -256,7 +256,7 @@ Test(plane_coord, a_node_joining_once_the_job_runs_is_refused_alone)
 }
 
 struct mismatch {
-	int field; /* 0 slots, 1 nnodes, 2 world, 3 version, 4 rank, 5 rank 0, 6 restarts */
+	int field; /* 0 slots, 1 nnodes, 2 world, 3 version, 4 rank, 5 rank 0, 6 restarts, 7 heartbeat */
 	char want[128]; /* inline: the test runs in another process */
 };
 
@@ -274,6 +274,7 @@ static struct plane_acts join_with(int field)
 	case 4: j.node_rank = 3; break;
 	case 5: j.node_rank = 0; break;
 	case 6: j.max_restarts = 3; break;
+	case 7: j.hb_timeout_ms = 10500; break;
 	}
 	return plane_coord_join(&co, &j);
 }
@@ -288,6 +289,7 @@ ParameterizedTestParameters(plane_coord, a_disagreement_aborts_naming_node_and_f
 		{ 4, "a node at 10.213.0.3 says it is node 3, but the job's other nodes are 1..2" },
 		{ 5, "a node at 10.213.0.3 says it is node 0, but the job's other nodes are 1..2" },
 		{ 6, "node 2 (10.213.0.3) says --max-restarts 3, node 0 was told 0" },
+		{ 7, "node 2 (10.213.0.3) says --heartbeat-timeout 10.5, node 0 was told 0" },
 	};
 	return cr_make_param_array(struct mismatch, cases, sizeof(cases) / sizeof(cases[0]));
 }
@@ -298,6 +300,7 @@ ParameterizedTest(struct mismatch *m, plane_coord, a_disagreement_aborts_naming_
 
 	cr_assert(a.abort);
 	cr_assert(!a.start);
+	cr_assert_str_eq(a.text, m->want, "the line names the node and the field");
 	cr_assert_eq(a.code, 2);
 	cr_assert_str_eq(a.text, m->want);
 	cr_assert_eq(co.phase, PLANE_ABORTING);
