@@ -266,49 +266,45 @@ def a_stray_with_another_secret_from_an_unlisted_address_is_refused_alone():
         job.assert_nothing_left()
 
 
-@case
-def another_secret_after_the_start_is_refused_and_the_job_goes_on():
+def a_second_node_2_once_the_job_runs(check, env=None):
+    """Starts node 2's command a second time (env: its environment) once
+    the job runs; check(job, second) looks at that slotrun once it has
+    exited; then the job must finish undisturbed."""
     with job_plane() as job:
         fifos(job, range(6))
         wait_go = ["sh", "-c", 'echo ready; read x < "$JP_DIR/go.$RANK"; echo ran']
         job.start_all(wait_go, opts=SLOW_JOIN)
         job.wait_ready()
         node2 = job.procs[2]
-        # a second slotrun on node 2's address, as node 2, with another secret
-        stray = job.start(2, MARK, opts=SLOW_JOIN, env=env_for(secret="not-" + SECRET))
+        second = job.start(2, MARK, opts=SLOW_JOIN, env=env)
         job.procs[2] = node2
-        job.wait(lambda: stray.p.poll() is not None, 30, "the stray slotrun to exit")
-        job._drain([stray], 2)
-        assert stray.p.returncode == 2 and b"refused our job secret" in stray.err, job.describe()
+        job.wait(lambda: second.p.poll() is not None, 30, "the second node 2 to exit")
+        job._drain([second], 2)
+        check(job, second)
         for r in range(6):
             release(job, r)
         job.expect_exit([0, 0, 0], timeout=30)
         assert_all_ran(job)
         job.assert_nothing_left()
+
+
+@case
+def another_secret_after_the_start_is_refused_and_the_job_goes_on():
+    def check(job, stray):
+        assert stray.p.returncode == 2 and b"refused our job secret" in stray.err, job.describe()
+    a_second_node_2_once_the_job_runs(check, env=env_for(secret="not-" + SECRET))
 
 
 @case
 def the_same_node_started_again_is_refused_alone_and_the_job_goes_on():
     """A retried ssh, a pod relaunched while its old slotrun lives: node 2's
     command run a second time, with the right secret, once the job runs."""
-    with job_plane() as job:
-        fifos(job, range(6))
-        wait_go = ["sh", "-c", 'echo ready; read x < "$JP_DIR/go.$RANK"; echo ran']
-        job.start_all(wait_go, opts=SLOW_JOIN)
-        job.wait_ready()
-        node2 = job.procs[2]
-        again = job.start(2, MARK, opts=SLOW_JOIN)
-        job.procs[2] = node2
-        job.wait(lambda: again.p.poll() is not None, 30, "the second node 2 to exit")
-        job._drain([again], 2)
-        late = b"node 2 (10.213.0.3) joined after the job had started: not joined, the job runs on without it"
+    late = b"node 2 (10.213.0.3) joined after the job had started: not joined, the job runs on without it"
+
+    def check(job, again):
         assert again.p.returncode == 2 and late in again.err, job.describe()
         assert late in job.err(0), job.describe()
-        for r in range(6):
-            release(job, r)
-        job.expect_exit([0, 0, 0], timeout=30)
-        assert_all_ran(job)
-        job.assert_nothing_left()
+    a_second_node_2_once_the_job_runs(check)
 
 
 @case
