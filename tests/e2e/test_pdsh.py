@@ -188,9 +188,12 @@ def one_node_ends_with_its_session_but_not_with_a_reader_that_leaves():
     with job_on(2, "sshone") as job:
         sshd = SshNodes(job.cl, job.dir)
         # stdout into a reader that leaves (| head) while the session stays:
-        # the job goes on to its end
+        # the job goes on to its end.  Far more output than the pipe holds,
+        # so that the reader has certainly left before slotrun's last write
+        # (the EPIPE, and so the --error-file that records the loss)
         p = ssh(sshd, 1, shlex.join([sshd.slotrun, "--slots", "2", "--", "sh", "-c",
-                                     'echo one; echo up > "$0/ready.$RANK"; exec sleep 3', job.dir])
+                                     'echo one; echo up > "$0/ready.$RANK"; seq 1 100000; exec sleep 3',
+                                     job.dir])
                 + " | head -n 1")
         try:
             assert p.finish(60) == 0, (p.out[-2000:], p.err[-2000:])
