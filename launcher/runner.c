@@ -269,15 +269,6 @@ static int running_ranks(const struct runner *r)
 	return n;
 }
 
-/* sig to every worker's group, where /proc cannot be walked (another PID
- * namespace's): the commands below wrap_rank are then out of reach. */
-static void signal_groups(struct runner *r, int sig)
-{
-	for (int i = 0; i < r->n; i++)
-		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0)
-			(void)kill(-r->w[i].pid, sig);
-}
-
 /* Stops every process of the job, as a shell stops a job: the whole tree
  * below slotrun (wrap_rank, its guard, the command and what it started,
  * setsid'ed or not), with SIGSTOP, which no program can catch or ignore.
@@ -287,8 +278,10 @@ static int pause_workers(struct runner *r)
 	if (!r->paused) {
 		for (int k = 0, last = -1, n; k < PAUSE_WALKS; k++, last = n) {
 			n = procs_signal_descendants(r->self, SIGSTOP);
-			if (n < 0)
-				signal_groups(r, SIGSTOP);
+			if (n < 0) /* no /proc to walk (another PID namespace's): the
+				    * workers' groups only, the commands below wrap_rank
+				    * are out of reach */
+				signal_workers(r, SIGSTOP);
 			if (n <= last)
 				break;
 		}
@@ -307,7 +300,7 @@ static int resume_workers(struct runner *r)
 	if (!r->paused)
 		return running_ranks(r);
 	if (procs_signal_descendants(r->self, SIGCONT) < 0)
-		signal_groups(r, SIGCONT);
+		signal_workers(r, SIGCONT);
 	r->paused = false;
 	stopped = clock_mono() - r->paused_at;
 	for (int i = 0; i < r->n; i++)
