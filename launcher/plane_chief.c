@@ -240,8 +240,11 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 	}
 	c->authed = true;
 	p->npending--;
+	plane_conn_seal(c, p->cfg->secret, c->nonce, m->nonce, true);
+	c->sealed_in = true;
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
 	plane_conn_send(c, &welcome);
+	c->sealed_out = true;
 	if (where_from(c, m->join.node_rank, &other) == PLANE_FROM_OTHER)
 		a = plane_coord_misplaced(&p->coord, m->join.node_rank, other, c->peer);
 	else

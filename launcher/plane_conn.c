@@ -148,10 +148,29 @@ static int out_room(struct conn *c, size_t n)
 	return 0;
 }
 
+void plane_conn_seal(struct conn *c, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief)
+{
+	plane_seal_init(&c->seal, secret, nc, nn, chief);
+}
+
 void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 {
+	unsigned char sealed[4 + PLANE_MAX_FRAME];
+
 	if (c->fd < 0)
 		return;
+	if (c->sealed_out) {
+		int len;
+
+		if (n > sizeof(sealed) || (memcpy(sealed, frame, n),
+					   (len = plane_seal(&c->seal, sealed, n, sizeof(sealed)))) < 0) {
+			plane_conn_lost(c, "cannot seal a message");
+			return;
+		}
+		frame = sealed;
+		n = (size_t)len;
+	}
 	if (c->out_len - c->out_off + n > OUT_MAX) {
 		plane_conn_lost(c, "it stopped reading");
 		return;
@@ -218,7 +237,18 @@ static void take_frames(struct conn *c)
 			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}
-		c->p->side->frame(c, c->in, (size_t)len);
+		if (c->sealed_in) {
+			long plain = plane_open_frame(&c->seal, c->in, (size_t)len);
+
+			if (plain < 0) {
+				plane_conn_lost(c, "it sent a message that failed authentication (forged, "
+						"replayed or reordered)");
+				return;
+			}
+			c->p->side->frame(c, c->in, (size_t)plain);
+		} else {
+			c->p->side->frame(c, c->in, (size_t)len);
+		}
 		if (c->fd < 0)
 			return;
 		memmove(c->in, c->in + len, c->in_len - (size_t)len);

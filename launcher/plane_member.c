@@ -172,6 +172,8 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	plane_conn_queue(c, out, (size_t)n);
+	plane_conn_seal(c, g->secret, m->nonce, c->nonce, false);
+	c->sealed_out = true;
 	p->mstate = M_WAITING; /* for WELCOME, then START */
 }
 
@@ -226,6 +228,7 @@ static void check_welcome(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	c->authed = true;
+	c->sealed_in = true;
 }
 
 /* What the chief says once both sides are proved. */

@@ -168,7 +168,8 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		return -EINVAL;
 	}
 	body = w.len - 4;
-	if (w.over || body > PLANE_MAX_FRAME)
+	/* room for the tag: every frame may be sealed */
+	if (w.over || body > PLANE_MAX_FRAME - AUTH_TAG_LEN)
 		return -EMSGSIZE;
 	for (int i = 0; i < 4; i++)
 		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
@@ -461,6 +462,43 @@ bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH
 			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN])
 {
 	return auth_check(mac, secret, "slotrun-welcome", node_nonce, chief_nonce, NULL, 0);
+}
+
+/* ---- Frames after the handshake ---- */
+
+void plane_seal_init(struct plane_seal *s, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief)
+{
+	*s = (struct plane_seal){ .out = chief ? 'C' : 'N', .in = chief ? 'N' : 'C' };
+	auth_mac(s->key, secret, "slotrun-session", nc, nn, NULL, 0);
+}
+
+static void put_len(unsigned char *buf, size_t body)
+{
+	for (int i = 0; i < 4; i++)
+		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
+}
+
+int plane_seal(struct plane_seal *s, unsigned char *buf, size_t len, size_t cap)
+{
+	size_t body = len - 4 + AUTH_TAG_LEN;
+
+	if (len < 5 || len + AUTH_TAG_LEN > cap || body > PLANE_MAX_FRAME)
+		return -EMSGSIZE;
+	put_len(buf, body);
+	auth_tag(buf + len, s->key, s->out, s->sent++, buf, len);
+	return (int)(len + AUTH_TAG_LEN);
+}
+
+long plane_open_frame(struct plane_seal *s, unsigned char *buf, size_t len)
+{
+	size_t plain = len - AUTH_TAG_LEN;
+
+	if (len < 5 + AUTH_TAG_LEN || !auth_tag_check(buf + plain, s->key, s->in, s->opened, buf, plain))
+		return -EBADMSG;
+	s->opened++;
+	put_len(buf, plain - 4);
+	return (long)plain;
 }
 
 void plane_secret_id(const char *secret, unsigned char id[AUTH_MAC_LEN])

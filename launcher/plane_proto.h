@@ -20,9 +20,11 @@
  *                   when the join ends for it (plane_coord_secret)
  * Both nonces are fresh per connection, so a recorded JOIN or WELCOME does
  * not verify on another connection.  The fields end with the secret's id
- * (plane_secret_id), which tells another secret from a replay.  Messages
- * after the handshake are not authenticated one by one: the plane trusts
- * the TCP connection it proved.
+ * (plane_secret_id), which tells another secret from a replay.  Every frame
+ * after the handshake is sealed (plane_seal): it ends in a tag under a key
+ * of that connection, over its direction and sequence number, so a
+ * replayed, reordered or injected frame is refused and the connection
+ * dropped.
  *
  * Then the chief checks that the nodes agree (PLANE_ABORT on a mismatch,
  * PLANE_START when all are in), relays failures, stops and signals to every
@@ -41,7 +43,7 @@ struct restart_policy;
 
 #define PLANE_MAGIC "slotrun-plane/1"   /* with its NUL: 16 bytes on the wire */
 #define PLANE_MAGIC_LEN 16
-#define PLANE_MAX_FRAME 32768           /* type + payload */
+#define PLANE_MAX_FRAME 32768           /* type + payload (+ the tag once sealed) */
 #define PLANE_VERSION_MAX 64
 
 enum plane_type {
@@ -134,6 +136,40 @@ void plane_welcome_mac(const char *secret, const unsigned char node_nonce[AUTH_N
 		       const unsigned char chief_nonce[AUTH_NONCE_LEN], unsigned char mac[AUTH_MAC_LEN]);
 bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
 			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN]);
+
+/* ---- Frames after the handshake ----
+ *
+ * Each side seals what it sends once the other side has proved the secret
+ * (the chief after WELCOME, a node after JOIN) and opens what it receives
+ * from then on: a node's frames after its JOIN, the chief's after WELCOME.
+ * A sealed frame is a plain one with AUTH_TAG_LEN more bytes at its end
+ * (counted in L): auth_tag under the connection's key over the direction,
+ * the frame's number in that direction (from 0) and the frame with its new
+ * length.  The key is HMAC(secret; "slotrun-session", Nc, Nn), computed on
+ * both sides and never sent. */
+
+struct plane_seal {
+	unsigned char key[AUTH_KEY_LEN];
+	uint64_t sent, opened;      /* frames sealed, frames opened */
+	unsigned char out, in;      /* our direction, the peer's */
+};
+
+/* The seal of a connection whose handshake had the chief's nonce Nc and
+ * the node's nonce Nn; chief: whether we are the chief's side. */
+void plane_seal_init(struct plane_seal *s, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief);
+
+/* Seals the whole frame in buf[0..len) in place (cap: buf's size): its
+ * length grows by AUTH_TAG_LEN.  Returns the new length, or -EMSGSIZE when
+ * it does not fit (cap, or PLANE_MAX_FRAME). */
+int plane_seal(struct plane_seal *s, unsigned char *buf, size_t len, size_t cap);
+
+/* Opens the whole sealed frame in buf[0..len) (as plane_frame_len measured
+ * it) in place: checks its tag against the next number from the peer and
+ * strips it.  Returns the plain frame's length, or -EBADMSG for a frame
+ * that is forged, replayed, reordered, cut or from the other direction
+ * (the connection must be dropped: the numbers no longer match). */
+long plane_open_frame(struct plane_seal *s, unsigned char *buf, size_t len);
 
 /* A fixed value per secret, HMAC(secret; "slotrun-secret-id"): two JOINs
  * with the same id were made with the same secret.  It tells nothing that

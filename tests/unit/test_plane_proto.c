@@ -195,6 +195,97 @@ Test(plane_handshake, the_welcome_proves_the_chief_holds_the_secret_too)
 	leak_check();
 }
 
+/* Sealed frames: what each side sends after the handshake. */
+static int sealed_ping(struct plane_seal *s, unsigned char *out, size_t cap)
+{
+	int n = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, out, cap);
+
+	cr_assert_gt(n, 0);
+	return plane_seal(s, out, (size_t)n, cap);
+}
+
+Test(plane_handshake, sealed_frames_open_in_order_on_the_same_connection_only)
+{
+	unsigned char nc[AUTH_NONCE_LEN], nn[AUTH_NONCE_LEN], f1[64], f2[64], copy[64];
+	struct plane_seal chief, node, stranger, node2;
+	struct plane_msg m = { .type = PLANE_STOP, .sig = 15, .node = 2 };
+	long plain;
+	int n1, n2;
+
+	cr_assert_eq(auth_init(), 0);
+	auth_nonce(nc);
+	auth_nonce(nn);
+	plane_seal_init(&chief, "sekrit", nc, nn, true);
+	plane_seal_init(&node, "sekrit", nc, nn, false);
+	n1 = sealed_ping(&chief, f1, sizeof(f1));
+	cr_assert_gt(n1, 0);
+	cr_assert_eq(plane_frame_len(f1, (size_t)n1), n1, "a sealed frame is measured as any other");
+	n2 = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_gt(n2, 0);
+	n2 = plane_seal(&chief, buf, (size_t)n2, sizeof(buf));
+	cr_assert_gt(n2, 0);
+
+	/* in order: both open, and what is left decodes as sent */
+	memcpy(copy, f1, (size_t)n1);
+	plain = plane_open_frame(&node, copy, (size_t)n1);
+	cr_assert_eq(plain, n1 - AUTH_TAG_LEN);
+	cr_assert_eq(plane_decode(copy, (size_t)plain, &m), 0);
+	cr_assert_eq(m.type, PLANE_PING);
+	memcpy(f2, buf, 64);
+	plain = plane_open_frame(&node, buf, (size_t)n2);
+	cr_assert_gt(plain, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)plain, &m), 0);
+	cr_assert_eq(m.type, PLANE_STOP);
+	cr_assert_eq(m.sig, 15);
+
+	/* replayed: the first frame again, after the second */
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "a replayed frame opened");
+
+	/* reordered: the second before the first */
+	plane_seal_init(&node2, "sekrit", nc, nn, false);
+	cr_assert_eq(plane_open_frame(&node2, f2, (size_t)n2), -EBADMSG, "a frame out of order opened");
+
+	/* another connection's key, another secret, our own direction */
+	auth_nonce(nn);
+	plane_seal_init(&stranger, "sekrit", nc, nn, false);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "another connection's frame");
+	plane_seal_init(&stranger, "other", nc, nn, false);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "another secret's frame");
+	plane_seal_init(&stranger, "sekrit", nc, nn, true);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "a frame of our own direction");
+
+	/* injected or tampered: a flipped bit anywhere, a plain frame, a cut one */
+	plane_seal_init(&chief, "sekrit", nc, nn, true);
+	for (int i = 0; i < n1; i++) {
+		plane_seal_init(&node, "sekrit", nc, nn, false);
+		memcpy(copy, f1, (size_t)n1);
+		copy[i] ^= 0x10;
+		cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "bit flipped in byte %d", i);
+	}
+	n1 = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, copy, sizeof(copy));
+	cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "a plain frame opened");
+	cr_assert_eq(plane_open_frame(&node, copy, 3), -EBADMSG, "a cut frame opened");
+	leak_check();
+}
+
+Test(plane_handshake, a_frame_too_large_to_seal_is_refused)
+{
+	struct plane_seal s;
+	unsigned char nc[AUTH_NONCE_LEN] = { 0 }, nn[AUTH_NONCE_LEN] = { 1 };
+	struct plane_msg m = { .type = PLANE_ABORT, .code = 2 };
+	int n;
+
+	plane_seal_init(&s, "sekrit", nc, nn, true);
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_seal(&s, buf, (size_t)n, (size_t)n + AUTH_TAG_LEN - 1), -EMSGSIZE, "no room for the tag");
+	cr_assert_gt(plane_seal(&s, buf, (size_t)n, (size_t)n + AUTH_TAG_LEN), 0);
+}
+
 /* ---- The chief's decisions ---- */
 
 static int slots3[] = { 2, 2, 2 };
