@@ -559,12 +559,32 @@ static int find_executables(struct launch *l)
 	return GO_ON;
 }
 
+/* Which side this node starts on.  A fixed-size job's node 0 is the chief.
+ * In an elastic job a rank given is a preference, 0 the chief's; without
+ * one, a node whose address is the chief's (one of its own, or a loopback
+ * address: several nodes on one host) may be the chief: the first to
+ * listen on the control port is (plane.h). */
+static enum plane_role plane_role(struct launch *l)
+{
+	const struct cluster_info *ci = &l->ci;
+	struct ci_self found;
+	char err[256];
+
+	if (ci->nnodes_min == ci->nnodes || ci->rank_given)
+		return ci->node_rank == 0 ? PLANE_CHIEF : PLANE_MEMBER;
+	if (load_me(l) < 0 || iface_find_self(&l->me, ci->addrs, 1, "the chief's address", l->resolve_deadline, NULL,
+					      NULL, &found, err, sizeof(err)) < 0)
+		return PLANE_MEMBER;
+	return PLANE_MAYBE_CHIEF;
+}
+
 /* Several nodes: the job plane's settings.  The control port defaults to
  * the master port + 1 (the master port is the workers' rendezvous). */
 static int setup_plane(struct launch *l)
 {
 	const struct cluster_info *ci = &l->ci;
 	int port = l->o.control_port ? l->o.control_port : ci->master_port + 1;
+	bool elastic = ci->nnodes_min < ci->nnodes;
 
 	if (port > 65535) {
 		snprintf(l->err, sizeof(l->err), "the control port would be the master port %d + 1: "
@@ -575,12 +595,20 @@ static int setup_plane(struct launch *l)
 		fprintf(stderr, "slotrun: no SLOTRUN_JOB_SECRET or --secret-file: the job secret is derived "
 			"from the job's addresses and ids, and is therefore not secret\n");
 	l->plane = (struct plane_cfg){ .nnodes = ci->nnodes, .node_rank = ci->node_rank,
+				       .nnodes_min = ci->nnodes_min, .role = plane_role(l),
+				       .settle = l->o.settle, .admit = l->o.admit, .slots = ci->slots,
 				       .addrs = ci->addrs, .slot_counts = ci->slot_counts,
 				       .world_size = ci->world_size, .control_port = port,
 				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
 				       .secret = l->secret.value,
 				       .restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
 				       .max_restarts = l->o.restart.max_restarts };
+	if (elastic && !ci->rank_given)
+		l->plane.node_rank = -1;
+	if (elastic && !l->o.restart.max_restarts)
+		fprintf(stderr, "slotrun: note: --nnodes %d:%d with --max-restarts 0: a lost node or a failed "
+			"rank ends the job; give --max-restarts N to let it re-form on the nodes left\n",
+			ci->nnodes_min, ci->nnodes);
 	return GO_ON;
 }
 

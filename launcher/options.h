@@ -9,6 +9,7 @@
 #include <stddef.h>
 
 #include "cluster_info.h"
+#include "plane_proto.h"
 #include "restart.h"
 #include "session.h"
 #include "topology.h"
@@ -16,6 +17,7 @@
 #define OPT_DEFAULT_GRACE 30.0
 #define OPT_DEFAULT_JOIN_TIMEOUT 300.0
 #define OPT_DEFAULT_HB_TIMEOUT 5.0
+#define OPT_DEFAULT_SETTLE 10.0
 /* What runs a COMMAND ending in .py (found on PATH), unless --no-python. */
 #define OPT_PYTHON "python3"
 
@@ -34,6 +36,8 @@ struct options {
 	int control_port;          /* 0: the master port + 1 */
 	double join_timeout;       /* seconds for every node to join the chief */
 	double hb_timeout;         /* seconds of silence before a node is lost */
+	double settle;             /* elastic: seconds without a new node before a first round below MAX */
+	enum plane_admit admit;    /* elastic: a node that arrives mid-round re-forms the job now, or not */
 	const char *secret_file;   /* or NULL */
 	enum session_mode on_hangup;  /* whether the end of the session that started us stops the job */
 	struct restart_policy restart;

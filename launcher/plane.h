@@ -33,8 +33,20 @@
  * for its PAUSE messages to be written. */
 #define PLANE_PAUSE_FLUSH 1.0
 
+/* Which side a node starts on.  A fixed-size job's node 0 is the chief; an
+ * elastic job's node may be the chief by address (its address is the
+ * chief's), which it finds out by listening (PLANE_MAYBE_CHIEF: the port
+ * is taken, so another slotrun on this host is the chief: it joins it). */
+enum plane_role { PLANE_CHIEF, PLANE_MEMBER, PLANE_MAYBE_CHIEF };
+
 struct plane_cfg {
-	int nnodes, node_rank;
+	int nnodes, node_rank;      /* elastic: nnodes is MAX; node_rank a preference, or -1 */
+	int nnodes_min;             /* < nnodes: an elastic job (docs/job-plane.md) */
+	enum plane_role role;
+	double settle;              /* elastic: seconds without a new node before the first
+				     * round starts with fewer than MAX */
+	enum plane_admit admit;     /* elastic: when a node that arrives mid-round is taken in */
+	int slots;                  /* this node's slot count */
 	char *const *addrs;         /* chief first; CI_ADDR_UNKNOWN ("?") where no
 	                             * source named one: the plane then calls the
 	                             * node by the address it joined from */
@@ -49,8 +61,10 @@ struct plane_cfg {
 };
 
 struct plane_hooks {
-	/* Every node is in and agrees: start the workers. */
-	void (*start)(void *arg);
+	/* Every node is in and agrees: start the workers for this round (its
+	 * ranks, world size and chief; in a fixed-size job what the plan
+	 * says). */
+	void (*start)(void *arg, const struct plane_round_info *ri);
 	/* Stop the workers: sig 0 when the job failed elsewhere, else the stop
 	 * signal that another node's slotrun received (forward it). */
 	void (*stop)(void *arg, int sig);
@@ -104,6 +118,12 @@ void plane_local_resume(struct plane *p);
 /* This node's workers are all reaped; code is what the node alone would
  * exit with. */
 void plane_local_done(struct plane *p, int code);
+
+/* Whether the job is elastic (cfg->nnodes_min < cfg->nnodes). */
+static inline bool plane_elastic(const struct plane_cfg *cfg)
+{
+	return cfg->nnodes_min < cfg->nnodes;
+}
 
 /* Sends what is still queued (waiting at most a second for slow peers),
  * then closes every connection and frees p.  NULL is fine. */

@@ -90,6 +90,24 @@ void plane_conn_lost(struct conn *c, const char *why)
 		c->p->side->lost(c, why);
 }
 
+void plane_conn_abandon(struct conn *c)
+{
+	struct plane *p = c->p;
+
+	if (c->fd < 0)
+		return;
+	event_del(c->ev_read);
+	event_del(c->ev_write);
+	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	p->side->dropped(c);
+	c->next = p->abandoned;
+	p->abandoned = c;
+}
+
 /* Writes what the socket takes now; the rest waits for EV_WRITE. */
 static void conn_flush(struct conn *c)
 {
@@ -106,6 +124,7 @@ static void conn_flush(struct conn *c)
 			event_add(c->ev_write, NULL);
 			return;
 		}
+		c->peer_gone = n < 0 && (errno == EPIPE || errno == ECONNRESET);
 		plane_conn_lost(c, "connection closed");
 		return;
 	}
@@ -275,6 +294,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
+		c->peer_gone = n == 0 || errno == ECONNRESET;
 		plane_conn_lost(c, n == 0 ? "connection closed" : strerror(errno));
 		return;
 	}
@@ -313,7 +333,13 @@ static void check(struct conn *c, double now, const char *silent)
 	if (c->closing || c->paused || (p->chief && c->node < 0)) /* told, stopped, or a refused duplicate */
 		return;
 	if (now - c->last_rx > p->cfg->hb_timeout) {
-		plane_conn_lost(c, silent);
+		if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {
+			/* no close: docs/job-plane.md, "No two jobs" */
+			plane_conn_abandon(c);
+			p->side->lost(c, silent);
+		} else {
+			plane_conn_lost(c, silent);
+		}
 		return;
 	}
 	if (now - c->last_tx >= p->interval * 0.95)
@@ -440,6 +466,14 @@ void plane_conn_close_all(struct plane *p)
 	linger(p);
 	while (p->conns)
 		plane_conn_drop(p->conns);
+	while (p->abandoned) {
+		struct conn *c = p->abandoned;
+
+		p->abandoned = c->next;
+		close(c->fd);
+		c->fd = -1;
+		conn_free(c);
+	}
 	bury(p);
 	if (p->ev_tick)
 		event_free(p->ev_tick);

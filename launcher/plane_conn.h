@@ -25,6 +25,9 @@ struct conn {
 	bool draining;            /* our side is shut: read until EOF, then drop */
 	bool paused;              /* the peer's slotrun is stopped on purpose (a terminal
 				   * stop): its silence is not counted (plane_conn_pause) */
+	bool peer_gone;           /* lost because the peer's host closed or reset it: its
+				   * slotrun is gone (a silent peer may be cut off instead) */
+	bool waiting;             /* elastic chief: a node that waits for the next round */
 	bool sealed_out;          /* what we send is sealed (plane_seal) */
 	bool sealed_in;           /* what we receive must be */
 	struct plane_seal seal;
@@ -52,6 +55,14 @@ void plane_conn_drop(struct conn *c);
 
 /* Drops c and, unless the job has ended, tells the side it is lost. */
 void plane_conn_lost(struct conn *c, const char *why);
+
+/* Gives c up without closing it: no more reading, writing or heartbeats,
+ * but the socket stays open until plane_close.  An elastic node that gives
+ * its chief up for silence does so: were it to close, the chief, if alive
+ * behind a cut, would see a node whose host closed its connection, which
+ * only a dead slotrun's does, and count it out of the majority
+ * (plane_round_after) while it takes part on the other side. */
+void plane_conn_abandon(struct conn *c);
 
 /* The connection's seal, once both nonces are known (plane_seal); the
  * caller then sets sealed_out and sealed_in at the points plane_proto.h

@@ -51,7 +51,7 @@ enum plane_type {
 	PLANE_JOIN,       /* node -> chief: nonce, mac, join */
 	PLANE_WELCOME,    /* chief -> node: mac */
 	PLANE_REFUSE,     /* chief -> node: text (unauthenticated: the MAC failed) */
-	PLANE_START,      /* chief -> node: every node is in and agrees */
+	PLANE_START,      /* chief -> node: round: every node is in and agrees */
 	PLANE_ABORT,      /* chief -> node: code, text: the job will not start */
 	PLANE_FAIL,       /* node -> chief: cause: this node's root cause */
 	PLANE_STOP_REQ,   /* node -> chief: sig: this node's slotrun was told to stop */
@@ -62,7 +62,8 @@ enum plane_type {
 	PLANE_END,        /* chief -> node: code, cause: the job is over, exit */
 	PLANE_PING,       /* both ways: heartbeat */
 	PLANE_RESTART,    /* chief -> node: attempt, delay (ms), cause: every node's workers
-			   * are gone; attempt `code` starts with the next START */
+			   * are gone; attempt `code` (restarts used, which a re-form
+			   * for a new node does not count) starts with the next START */
 	PLANE_PAUSE_REQ,  /* node -> chief: sig: this node's slotrun stopped its workers on a
 			   * terminal stop and stops itself now */
 	PLANE_RESUME_REQ, /* node -> chief: this node's slotrun was continued */
@@ -75,10 +76,33 @@ enum plane_type {
 	PLANE_TYPE_LAST = PLANE_MISMATCH
 };
 
+/* A slotrun's id: random, fresh for every slotrun, so that the chief of an
+ * elastic job tells a node that comes back (after a failover) from a new
+ * one, and the same node from a second slotrun on the same host. */
+#define PLANE_ID_LEN 16
+
+/* The nodes a node of an elastic round knows as its possible next chiefs
+ * (ranks 1..this, in order): enough to find the job after the chief's
+ * loss, and O(1) per node however large the round. */
+#define PLANE_CANDIDATES 8
+
+enum plane_admit {
+	PLANE_ADMIT_NOW,        /* a node that arrives while a round runs re-forms the job at once */
+	PLANE_ADMIT_NEXT_ROUND, /* ... waits until the round ends for another reason */
+};
+
 struct plane_join {
-	int node_rank, nnodes, slots, world_size;
+	int node_rank, nnodes, slots, world_size;  /* elastic: node_rank is a preference, or -1 */
 	int max_restarts;
 	int hb_timeout_ms;         /* --heartbeat-timeout: one per job */
+	/* elastic (nnodes_min < nnodes): the rest of what the nodes agree on,
+	 * and who this is */
+	int nnodes_min;
+	int settle_ms;
+	int admit;                 /* enum plane_admit */
+	unsigned char id[PLANE_ID_LEN];
+	int round;                 /* the last round it was in (a failover's rejoin), else 0 */
+	int restarts;              /* ... and the restarts the job had used then */
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
 	/* Which secret the node holds (plane_secret_id), so that the chief
@@ -86,6 +110,21 @@ struct plane_join {
 	 * fails as well.  A JOIN may end before it (has_id false). */
 	bool has_id;
 	unsigned char secret_id[AUTH_MAC_LEN];
+};
+
+/* What START tells a node of the round it starts (every job: a fixed-size
+ * job's is its plan, attempt after attempt). */
+struct plane_round_info {
+	int round;                 /* 1 for the first */
+	int restarts;              /* restarts used so far: TORCHELASTIC_RESTART_COUNT */
+	int nnodes, node_rank;     /* this round's node count, the node's rank in it */
+	int rank_base, world_size; /* its first global rank; the round's rank count */
+	char master[PLANE_HOST_MAX];  /* the chief's address for the workers (MASTER_ADDR);
+				       * "" in a fixed-size job: each node's own */
+	char why[PLANE_TEXT_MAX];  /* why this round formed ("" for the first) */
+	int ncand;                 /* the next chiefs, should this one be lost */
+	int cand_rank[PLANE_CANDIDATES];
+	char cand_host[PLANE_CANDIDATES][PLANE_HOST_MAX];
 };
 
 struct plane_msg {
@@ -99,8 +138,10 @@ struct plane_msg {
 	int sig, node;                        /* STOP_REQ, SIGNAL_REQ, PAUSE_REQ (sig); STOP,
 					       * SIGNAL, PAUSE; RESUME, MISMATCH (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
+	struct plane_round_info round;        /* START */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT; STOP_REQ, SIGNAL_REQ: why, if
-					       * not the signal alone (or "") */
+					       * not the signal alone (or ""); END: why no round
+					       * follows, in an elastic job (or "") */
 };
 
 /* Encodes m as one whole frame into buf.  Returns its length, or
@@ -292,6 +333,11 @@ static inline int plane_hb_ms(double seconds)
 
 /* Returns 0 or -ENOMEM.  cfg must outlive c. */
 int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg);
+
+/* The same for a round of an elastic job: every node of cfg is in, and the
+ * round runs.  cfg->restart is NULL: the end of the round is the elastic
+ * chief's to decide (plane_round_after), so a.end ends every round. */
+int plane_coord_init_round(struct plane_coord *c, const struct plane_coord_cfg *cfg);
 void plane_coord_free(struct plane_coord *c);
 
 /* A node proved the secret and presents j.  A disagreement or a duplicate
@@ -352,6 +398,11 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
 
 /* The backoff delay of a restart has passed: start the next attempt. */
 struct plane_acts plane_coord_restart_now(struct plane_coord *c);
+
+/* Elastic: a node (at host) arrived while the round runs, and is taken in
+ * at once: the round ends (cause GROW) and every node stops its workers,
+ * the chief's too (origin -1).  Nothing when the round already ends. */
+struct plane_acts plane_coord_grow(struct plane_coord *c, const char *host);
 
 /* Node `node`'s slotrun stopped its workers on a terminal stop (sig:
  * SIGTSTP) and stops itself: the job pauses on every node, until no node

@@ -470,6 +470,7 @@ static void start_workers(struct runner *r)
 	handled_set(&block);
 	sigprocmask(SIG_BLOCK, &block, &was);
 	r->started = r->ever_started = true;
+	r->fresh = false;
 	r->t0 = clock_mono();
 	/* Workers start with the signals we handle unblocked, whatever mask
 	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
@@ -499,9 +500,42 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 
 /* ---- What the job plane asks of us ---- */
 
-static void plane_start(void *arg)
+/* Elastic: this round joins the node's list, and ends the one before with
+ * the reason the new one formed. */
+static void add_round(struct runner *r, const struct plane_round_info *ri)
 {
-	start_workers(arg);
+	struct sum_round *x = realloc(r->rounds, (size_t)(r->nrounds + 1) * sizeof(*x));
+
+	if (!x)
+		return; /* the summary misses it; nothing else does */
+	r->rounds = x;
+	if (r->nrounds)
+		snprintf(x[r->nrounds - 1].end, sizeof(x[0].end), "%s", ri->why[0] ? ri->why : "?");
+	x += r->nrounds++;
+	*x = (struct sum_round){ .round = ri->round, .nnodes = ri->nnodes, .ranks = ri->world_size,
+				 .node_rank = ri->node_rank };
+	clock_gettime(CLOCK_REALTIME, &x->start);
+	snprintf(x->why, sizeof(x->why), "%s", ri->why);
+}
+
+/* A round starts: its ranks, world size and chief into every worker's
+ * environment, then the workers. */
+static void plane_start(void *arg, const struct plane_round_info *ri)
+{
+	struct runner *r = arg;
+	struct plan_round pr = { .node_rank = ri->node_rank, .nnodes = ri->nnodes, .rank_base = ri->rank_base,
+				 .world_size = ri->world_size, .master = ri->master[0] ? ri->master : NULL };
+
+	if (r->ever_started && !r->fresh) /* after a failover: no RESTART came */
+		attempt_reset(r);
+	if (plan_round(r->cfg->plan, &pr) < 0)
+		note(r, "slotrun: round %d: out of memory: the workers keep the ranks of the round before",
+		     ri->round);
+	r->attempt = ri->restarts;
+	r->round = ri->round;
+	if (runner_elastic(r))
+		add_round(r, ri);
+	start_workers(r);
 }
 
 static void plane_stop(void *arg, int sig)
@@ -693,6 +727,7 @@ static void teardown(struct runner *r)
 	free(r->code);
 	free(r->active);
 	free(r->history);
+	free(r->rounds);
 }
 
 int runner_run(const struct runner_cfg *c)

@@ -15,7 +15,7 @@
 #include "topology.h"
 
 struct runner_cfg {
-	const struct plan *plan;
+	struct plan *plan;               /* each round of the job plane rewrites its ranks */
 	struct topo *topo;               /* NULL: no binding */
 	const char *exec_path;           /* wrap_rank, or the command with --no-wrap */
 	bool wrapped;

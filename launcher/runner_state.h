@@ -17,6 +17,7 @@
 #include "plane.h"
 #include "rank_report.h"
 #include "runner.h"
+#include "summary.h"
 #include "supervisor.h"
 
 /* The signals slotrun handles on its loop: blocked while workers are
@@ -69,6 +70,10 @@ struct runner {
 	bool ever_started;           /* some attempt started its workers */
 	int attempt;                 /* 0 for the first, k for restart k */
 	struct plane_cause *history; /* the root cause of every attempt before this one */
+	bool fresh;                  /* the workers' state was reset for the next start */
+	int round;                   /* the job plane's round running or run last (0: none) */
+	struct sum_round *rounds;    /* elastic: every round this node took part in */
+	int nrounds;
 	struct event *backoff;       /* one node: the wait before the next attempt */
 	int stopped_between;         /* one node: the signal that stopped us between attempts */
 	struct event *hang_check;    /* with --hang-timeout */
@@ -92,6 +97,11 @@ struct runner {
 static inline int runner_attempts(const struct runner *r)
 {
 	return r->cfg->restart ? r->cfg->restart->max_restarts + 1 : 1;
+}
+
+static inline bool runner_elastic(const struct runner *r)
+{
+	return r->cfg->plane && plane_elastic(r->cfg->plane);
 }
 
 #endif

@@ -32,6 +32,14 @@ struct sum_worker {
 	const char *message;       /* what its failure report said (rank_report.h), or NULL */
 };
 
+/* One round of an elastic job, as this node took part in it. */
+struct sum_round {
+	int round, nnodes, ranks, node_rank;   /* its node count and ranks; this node's rank */
+	struct timespec start;                 /* CLOCK_REALTIME */
+	char why[PLANE_TEXT_MAX];              /* why it formed ("" for the first) */
+	char end[PLANE_TEXT_MAX];              /* why it ended ("": it is the last) */
+};
+
 struct sum_job {
 	int node_rank;
 	int nworkers;
@@ -52,6 +60,10 @@ struct sum_job {
 	/* Stopped while waiting to start attempt `attempt`: it never ran
 	 * here, so nworkers is 0. */
 	bool between;
+	/* An elastic job: every round this node took part in (they replace
+	 * the attempts above, which count only restarts); nrounds 0 else. */
+	const struct sum_round *rounds;
+	int nrounds;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */

@@ -18,24 +18,34 @@
 #include "spawn.h"
 
 /* What every worker of an attempt gets besides the plan's variables:
- * torchrun's names beside ours; each restart a rendezvous secret of its
- * own, so nothing of an earlier attempt can join a later one. */
+ * torchrun's names beside ours; an elastic job's round; each restart (each
+ * round) a rendezvous secret of its own, so nothing of an earlier attempt
+ * can join a later one. */
 struct attempt_env {
-	char vars[4][PLAN_SECRET_MAX + 64];
-	char *env[5];
+	char vars[5][PLAN_SECRET_MAX + 64];
+	char *env[6];
 };
 
 static void attempt_env(const struct runner *r, struct attempt_env *a)
 {
 	const struct runner_cfg *c = r->cfg;
+	int n = 3;
 
-	*a = (struct attempt_env){ .env = { a->vars[0], a->vars[1], a->vars[2], NULL, NULL } };
+	*a = (struct attempt_env){ .env = { a->vars[0], a->vars[1], a->vars[2], NULL, NULL, NULL } };
 	snprintf(a->vars[0], sizeof(a->vars[0]), "SLOTRUN_RESTART_COUNT=%d", r->attempt);
 	snprintf(a->vars[1], sizeof(a->vars[1]), "TORCHELASTIC_RESTART_COUNT=%d", r->attempt);
 	snprintf(a->vars[2], sizeof(a->vars[2]), "TORCHELASTIC_MAX_RESTARTS=%d", runner_attempts(r) - 1);
-	if (r->attempt && c->secret) {
-		snprintf(a->vars[3], sizeof(a->vars[3]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
-		a->env[3] = a->vars[3];
+	if (runner_elastic(r)) {
+		snprintf(a->vars[n], sizeof(a->vars[n]), "SLOTRUN_ROUND=%d", r->round);
+		a->env[n] = a->vars[n];
+		n++;
+		if (r->round > 1 && c->secret) {
+			snprintf(a->vars[n], sizeof(a->vars[n]), "%s=%s.round-%d", PLAN_SECRET_VAR, c->secret, r->round);
+			a->env[n] = a->vars[n];
+		}
+	} else if (r->attempt && c->secret) {
+		snprintf(a->vars[n], sizeof(a->vars[n]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
+		a->env[n] = a->vars[n];
 	}
 }
 
@@ -173,8 +183,8 @@ static void close_cmd_pipe(struct worker *w)
 	w->cmd_open = false;
 }
 
-/* extra (an attempt_env's, at most 4) plus worker i's failure report path
- * (rank_report.h) under both names, in out (room for 7); the previous
+/* extra (an attempt_env's, at most 5) plus worker i's failure report path
+ * (rank_report.h) under both names, in out (room for 8); the previous
  * attempt's report is removed first. */
 static char **report_env(const struct runner *r, int i, char *const *extra, char **out,
 			 char vars[2][4200])

@@ -28,12 +28,14 @@ static struct {
 	bool ended;
 	int code;
 	struct plane_cause cause;
+	struct plane_round_info round;
 	int nsaid;
 	char said[16][PLANE_TEXT_MAX + 64];
 } rec;
 
-static void h_start(void *arg)
+static void h_start(void *arg, const struct plane_round_info *ri)
 {
+	rec.round = *ri;
 	(void)arg;
 	rec.started++;
 }
@@ -321,10 +323,17 @@ static char *addrs2[] = { "127.0.0.1", "127.0.0.1" };
 
 static struct plane_cfg node_cfg(int port, double join_timeout)
 {
-	return (struct plane_cfg){ .nnodes = 2, .node_rank = 1, .addrs = addrs2, .slot_counts = slots2,
+	return (struct plane_cfg){ .nnodes = 2, .nnodes_min = 2, .node_rank = 1, .role = PLANE_MEMBER, .slots = 1,
+				   .addrs = addrs2, .slot_counts = slots2,
 				   .world_size = 2, .control_port = port, .join_timeout = join_timeout,
 				   .hb_timeout = hb_timeout, .secret = SECRET };
 }
+
+/* What a chief of two nodes tells node 1 (one slot each). */
+static const struct plane_msg START1 = {
+	.type = PLANE_START,
+	.round = { .round = 1, .nnodes = 2, .node_rank = 1, .rank_base = 1, .world_size = 2 },
+};
 
 /* The fake chief listens; returns its port. */
 static int fake_chief(void)
@@ -524,7 +533,7 @@ LEAK_TEST_OPTS(plane_member, a_welcome_without_the_secret_is_not_trusted, .timeo
 	chief_hello(cn, &join, raw, &rawlen);
 	plane_welcome_mac("another secret", join.nonce, cn, welcome.mac);
 	peer_send(&welcome);
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_ended, WAIT));
 	cr_assert_eq(rec.code, 2);
 	cr_assert_eq(rec.started, 0, "a START from a chief that did not prove the secret");
@@ -542,7 +551,7 @@ LEAK_TEST_OPTS(plane_member, start_stop_and_end_from_the_chief, .timeout = 30)
 	struct plane_msg m;
 
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	cr_assert_eq(rec.nsaid, 0, "a start says nothing");
 
@@ -573,7 +582,7 @@ LEAK_TEST_OPTS(plane_member, a_chief_gone_after_the_start_stops_the_workers, .ti
 	struct plane *p = open_plane(&cfg);
 
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	peer_hangup();
 	cr_assert(run_until(has_stopped, WAIT));
@@ -597,7 +606,7 @@ LEAK_TEST_OPTS(plane_member, a_replayed_frame_from_the_chief_drops_it, .timeout 
 	int n;
 
 	chief_welcome();
-	n = plane_encode(&(struct plane_msg){ .type = PLANE_START }, frame, sizeof(frame));
+	n = plane_encode(&START1, frame, sizeof(frame));
 	n = plane_seal(&peer.seal, frame, (size_t)n, sizeof(frame));
 	cr_assert_gt(n, 0);
 	peer_send_raw(frame, (size_t)n);
@@ -624,6 +633,7 @@ static struct plane_cfg chief_cfg(int port)
 	struct plane_cfg c = node_cfg(port, 10.0);
 
 	c.node_rank = 0;
+	c.role = PLANE_CHIEF;
 	c.addrs = chief_addrs;
 	return c;
 }
@@ -906,7 +916,7 @@ LEAK_TEST_OPTS(plane_member, a_paused_chief_is_not_lost_and_a_local_stop_is_told
 	cfg = node_cfg(fake_chief(), 10.0);
 	p = open_plane(&cfg);
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	peer_send(&(struct plane_msg){ .type = PLANE_PAUSE, .sig = SIGTSTP, .node = 0 });
 	cr_assert(!run_until(never, 6 * SHORT_HB), "a paused chief was taken for lost");

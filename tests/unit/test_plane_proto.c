@@ -46,13 +46,36 @@ Test(plane_codec, every_message_survives_the_wire)
 
 	auth_nonce(m.nonce);
 	memset(m.mac, 7, sizeof(m.mac));
-	m.join = (struct plane_join){ .node_rank = 2, .nnodes = 3, .slots = 4, .world_size = 12 };
+	m.join = (struct plane_join){ .node_rank = 2, .nnodes = 3, .slots = 4, .world_size = 12, .nnodes_min = 2,
+				      .settle_ms = 10000, .admit = PLANE_ADMIT_NEXT_ROUND, .round = 3, .restarts = 1 };
+	memset(m.join.id, 9, PLANE_ID_LEN);
 	strcpy(m.join.version, "0.1.0");
 	strcpy(m.join.host, "gpu-07");
 	out = roundtrip(&m);
 	cr_assert_arr_eq(out.nonce, m.nonce, AUTH_NONCE_LEN);
 	cr_assert_arr_eq(out.mac, m.mac, AUTH_MAC_LEN);
 	cr_assert_eq(memcmp(&out.join, &m.join, sizeof(m.join)), 0);
+
+	m = (struct plane_msg){ .type = PLANE_START, .round = { .round = 3, .restarts = 1, .nnodes = 3, .node_rank = 2,
+								.rank_base = 6, .world_size = 10, .ncand = 2,
+								.cand_rank = { 1, 2 } } };
+	strcpy(m.round.master, "10.213.0.1");
+	strcpy(m.round.why, "node 3 (10.213.0.4) lost: connection closed");
+	strcpy(m.round.cand_host[0], "10.213.0.2");
+	strcpy(m.round.cand_host[1], "10.213.0.3");
+	out = roundtrip(&m);
+	cr_assert_eq(memcmp(&out.round, &m.round, sizeof(m.round)), 0);
+	m.round.node_rank = 3;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "a rank outside the round");
+	m.round.node_rank = 2;
+	m.round.cand_rank[1] = 0;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "the chief is no candidate");
+	m.round.cand_rank[1] = 2;
+	m.round.rank_base = 10;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "a first rank past the world");
 
 	m = (struct plane_msg){ .type = PLANE_CHAL };
 	auth_nonce(m.nonce);
@@ -77,7 +100,12 @@ Test(plane_codec, every_message_survives_the_wire)
 	out = roundtrip(&m);
 	cr_assert_str_eq(out.text, m.text);
 
-	int simple[] = { PLANE_START, PLANE_PING, PLANE_DONE, PLANE_SIGNAL_REQ, PLANE_STOP_REQ, PLANE_SIGNAL };
+	m = (struct plane_msg){ .type = PLANE_END, .code = 1, .cause = sample_cause() };
+	strcpy(m.text, "2 nodes left, fewer than --nnodes' MIN 3");
+	out = roundtrip(&m);
+	cr_assert_str_eq(out.text, m.text);
+
+	int simple[] = { PLANE_PING, PLANE_DONE, PLANE_SIGNAL_REQ, PLANE_STOP_REQ, PLANE_SIGNAL };
 	for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
 		m = (struct plane_msg){ .type = simple[i], .sig = SIGUSR1, .code = 3, .node = 2 };
 		out = roundtrip(&m);
@@ -805,9 +833,10 @@ Test(plane_codec, restart_survives_the_wire)
 	cr_assert_eq(out.code, 2);
 	cr_assert_eq(out.delay_ms, 4000);
 	cr_assert_str_eq(out.cause.host, "10.213.0.3");
-	m.code = 0;
-	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
-		     "attempt 0 is never a restart");
+	m.code = 0; /* an elastic re-form for a new node counts no restart */
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), 0);
+	m.code = -1;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO);
 	leak_check();
 }
 
