@@ -167,10 +167,9 @@ def checksum(out):
 def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
     ck = os.path.join(TMP, "ck")
     env = {"SLOTRUN_TIMEOUT": "30"}
-    # the loop a job script runs: resume whenever there is a checkpoint
+    # one command line for every attempt: resume whenever there is a checkpoint
     body = ('[ "$SLOTRUN_RESTART_COUNT" = 0 ] && [ -n "$HOLD" ] && export NCCL_WORKER_TEST_HOLD_AFTER_STEP=$HOLD; '
-            f'exec {TRAIN} {" ".join(MODEL)} --checkpoint-dir {ck} '
-            f'$([ -e {ck}/train.ckpt ] && echo --resume)')
+            f'exec {TRAIN} {" ".join(MODEL)} --checkpoint-dir {ck} --resume-if-present')
     straight = slotrun("--slots", "3", "--master-port", str(free_port()), "--", TRAIN, *MODEL,
                        "--checkpoint-dir", os.path.join(TMP, "straight"), env=env)
     code, out, err = finish(straight)
@@ -198,7 +197,7 @@ def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
         code, out, err = finish(p)
     assert code == 0, err[-3000:]
     assert "attempt 2 of 2 in 0 s, after rank 1 on node 0 (127.0.0.1) exit 137 (SIGKILL)" in err, err[-3000:]
-    assert out.count("[rank=0] resumed from ") == 2, out[-3000:]
+    assert out.count("[rank=0] resumed at step 4 from ") == 2, out[-3000:]
     assert checksum(out) == want
 
 
