@@ -294,8 +294,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
+		/* a reset is a close too: the peer's process ended with our
+		 * bytes unread, which one word describes for the user */
 		c->peer_gone = n == 0 || errno == ECONNRESET;
-		plane_conn_lost(c, n == 0 ? "connection closed" : strerror(errno));
+		plane_conn_lost(c, c->peer_gone ? "connection closed" : strerror(errno));
 		return;
 	}
 	c->in_len += (size_t)n;

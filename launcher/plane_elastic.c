@@ -28,6 +28,7 @@ struct plane_elastic {
 	struct event *ev_next;       /* between rounds: the delay */
 	int *slots;                  /* per rank of the round, for the coordinator */
 	bool *dead;                  /* per rank: lost because its host closed the connection */
+	char (*why_lost)[PLANE_TEXT_MAX / 4];  /* per rank: why it was lost */
 	char self_host[PLANE_HOST_MAX];  /* ours, as the other nodes reach us (MASTER_ADDR) */
 	char why[PLANE_TEXT_MAX];    /* why the next round forms */
 	bool said_min;               /* "MIN nodes are in" was said */
@@ -69,9 +70,10 @@ int plane_elastic_open(struct plane *p)
 					       .restart = g->restart };
 	el->slots = calloc((size_t)g->nnodes, sizeof(*el->slots));
 	el->dead = calloc((size_t)g->nnodes, sizeof(*el->dead));
+	el->why_lost = calloc((size_t)g->nnodes, sizeof(*el->why_lost));
 	el->ev_settle = evtimer_new(p->base, on_settle, p);
 	el->ev_next = evtimer_new(p->base, on_next, p);
-	if (!el->slots || !el->dead || !el->ev_settle || !el->ev_next ||
+	if (!el->slots || !el->dead || !el->why_lost || !el->ev_settle || !el->ev_next ||
 	    plane_roster_init(&el->ro, g->nnodes_min, g->nnodes, &self) < 0)
 		return -ENOMEM;
 	el->last_arrival = clock_mono();
@@ -96,6 +98,7 @@ void plane_elastic_close(struct plane *p)
 	plane_roster_free(&el->ro);
 	free(el->slots);
 	free(el->dead);
+	free(el->why_lost);
 	free(el);
 	p->el = NULL;
 }
@@ -330,6 +333,7 @@ bool plane_elastic_lost(struct conn *c, const char *why)
 
 	if (c->node >= 1 && c->node < p->nnodes && el->phase == EL_ROUND) {
 		el->dead[c->node] = c->peer_gone;
+		snprintf(el->why_lost[c->node], sizeof(el->why_lost[0]), "%s", why);
 		return false;
 	}
 	i = plane_roster_find(&el->ro, c);
@@ -481,6 +485,23 @@ static void on_next(evutil_socket_t fd, short what, void *arg)
 	form(p);
 }
 
+/* A rank that failed naming a rank of a node that was then lost failed of
+ * that loss (its collective saw the node's connections end first): the
+ * loss is the round's root cause, re-formed at once. */
+static void loss_first(struct plane *p, struct plane_round_end *e)
+{
+	const struct plane_cause *c = &e->cause;
+	int k = c->culprit_node;
+
+	if (c->kind != PLANE_CAUSE_RANK || !c->blamed || k < 1 || k >= p->nnodes ||
+	    p->coord.st[k] != PLANE_N_LOST)
+		return;
+	e->cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = k };
+	snprintf(e->cause.host, sizeof(e->cause.host), "%s", plane_host(p, k));
+	snprintf(e->cause.text, sizeof(e->cause.text), "%s", p->el->why_lost[k]);
+	e->code = plane_cause_code(&e->cause);
+}
+
 void plane_elastic_round_over(struct plane *p)
 {
 	struct plane_elastic *el = p->el;
@@ -488,6 +509,8 @@ void plane_elastic_round_over(struct plane *p)
 	struct plane_round_end e = { .cause = co->cause, .code = co->code, .restarts = el->restarts };
 	struct plane_msg m = { .type = PLANE_RESTART };
 	struct plane_round_next next;
+	char lost[PLANE_TEXT_MAX / 2] = "";
+	size_t o = 0;
 	struct timeval tv;
 
 	for (int k = 0; k < el->ro.size; k++) {
@@ -496,24 +519,30 @@ void plane_elastic_round_over(struct plane *p)
 			continue;
 		}
 		e.dead += el->dead[k];
+		if (o + 1 < sizeof(lost)) {
+			snprintf(lost + o, sizeof(lost) - o, "%snode %d (%s)", o ? ", " : "", k, plane_host(p, k));
+			o += strlen(lost + o);
+		}
 		plane_roster_drop(&el->ro, el->ro.at[k]);
 	}
+	e.lost = lost;
 	e.present = plane_roster_present(&el->ro);
+	loss_first(p, &e);
 	next = plane_round_after(&el->pol, el->ro.size, &e);
 	if (next.end) {
-		end_job(p, next.code, &co->cause, next.why);
+		end_job(p, next.code, &e.cause, next.why);
 		return;
 	}
 	if (next.counts)
 		el->restarts++;
-	plane_cause_line(&co->cause, el->why, sizeof(el->why));
+	plane_cause_line(&e.cause, el->why, sizeof(el->why));
 	m.code = el->restarts;
 	m.delay_ms = (int)(next.delay * 1000);
-	m.cause = co->cause;
+	m.cause = e.cause;
 	plane_chief_broadcast(p, &m, -1);
 	el->phase = EL_BETWEEN;
 	p->local_done = false;
-	p->h->restart(p->arg, el->restarts, next.delay, &co->cause);
+	p->h->restart(p->arg, el->restarts, next.delay, &e.cause);
 	tv = clock_tv(next.delay);
 	evtimer_add(el->ev_next, &tv);
 }

@@ -274,14 +274,17 @@ struct plane_round_next plane_round_after(const struct plane_round_policy *pol, 
 	default:
 		break;
 	}
+	const char *lost = e->lost ? e->lost : "";
+
 	if (e->alive * 2 <= base)
-		return ends(1, "this side of the job holds %d of the last round's %d node%s (%d%s gone): not more "
-			    "than half, so it stops rather than go on as a second job beside the other side",
-			    e->alive, round_size, round_size == 1 ? "" : "s", round_size - e->alive,
-			    e->dead ? " lost or" : "");
+		return ends(1, "this side of the job holds %d of the last round's %d node%s%s%s%s: not more than "
+			    "half, so it stops rather than go on as a second job beside the other side", e->alive,
+			    round_size, round_size == 1 ? "" : "s", lost[0] ? " (lost: " : "", lost,
+			    lost[0] ? ")" : "");
 	if (e->present < pol->min)
-		return ends(e->code, "%d node%s left, fewer than --nnodes' MIN %d", e->present,
-			    e->present == 1 ? "" : "s", pol->min);
+		return ends(e->code, "%d node%s left, fewer than --nnodes' MIN %d%s%s%s", e->present,
+			    e->present == 1 ? "" : "s", pol->min, lost[0] ? " (lost: " : "", lost,
+			    lost[0] ? ")" : "");
 	if (e->restarts >= pol->max_restarts)
 		return ends(e->code, "no restart left (--max-restarts %d)", pol->max_restarts);
 	if (c->kind == PLANE_CAUSE_RANK) {

@@ -95,6 +95,7 @@ struct plane_round_end {
 				      * their slotrun is gone, not cut off */
 	int present;                 /* present nodes in all: alive + those waiting */
 	int restarts;                /* restarts used before this round ended */
+	const char *lost;            /* the round's lost nodes, "node 2 (10.213.0.3), ..." or "" */
 };
 
 /* The policy of the whole job, agreed by every node at the join. */

@@ -72,7 +72,7 @@ static const char train_usage[] =
 	"                      [--aggregation-frequency K] [--fp16-compress]\n"
 	"                      [--no-average-metrics] --checkpoint-dir DIR\n"
 	"                      [--checkpoint-every N] [--resume | --resume-if-present]\n"
-	"                      [--seed S]\n"
+	"                      [--seed S] [--step-time MS]\n"
 	"\n"
 	"A deterministic simulated data-parallel training loop, run as one rank of a job\n"
 	"(the worker environment of the slotcomm library; slotrun sets it).  Every rank\n"
@@ -97,6 +97,8 @@ static const char train_usage[] =
 	"  --resume-if-present         the same when DIR/train.ckpt exists, else start\n"
 	"                              from step 0: one command line for every round\n"
 	"  --seed S                    the model's and the data's seed                [0]\n"
+"  --step-time MS              simulated compute per step (sleeps; results do not\n"
+"                              depend on it)                                  [0]\n"
 	"  -h, --help                  this help\n"
 	"\n"
 	"SIGTERM or SIGUSR1 to any rank (slotrun forwards both) stops every rank after the\n"
@@ -128,7 +130,7 @@ static int option_error(int ch, char **argv)
 
 enum {
 	O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_EVERY, O_RESUME,
-	O_RESUME_IF, O_SEED
+	O_RESUME_IF, O_SEED, O_STEP_TIME
 };
 
 static const struct option longopts[] = {
@@ -143,6 +145,7 @@ static const struct option longopts[] = {
 	{ "resume", no_argument, NULL, O_RESUME },
 	{ "resume-if-present", no_argument, NULL, O_RESUME_IF },
 	{ "seed", required_argument, NULL, O_SEED },
+	{ "step-time", required_argument, NULL, O_STEP_TIME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -210,6 +213,11 @@ static int apply_option(int ch, struct train_opts *o, char **argv)
 		if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
 			return usage_error("--seed '%s': expected a number from 0", optarg);
 		o->seed = (uint64_t)v;
+		return KEEP_PARSING;
+	case O_STEP_TIME:
+		if (io_parse_long(optarg, 0, 60000, &v) < 0)
+			return usage_error("--step-time '%s': expected milliseconds from 0 to 60000", optarg);
+		o->step_ms = (unsigned)v;
 		return KEEP_PARSING;
 	case 'h':
 		fputs(train_usage, stdout);

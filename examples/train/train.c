@@ -543,6 +543,11 @@ static int loop(struct trainer *t)
 
 		loss = model_grad(t->params, t->target, t->n, o->seed, (uint32_t)t->rank,
 				  t->step + 1, t->split.per_slot, t->acc);
+		if (o->step_ms) { /* a signal cuts it short: the stop is checked below */
+			struct timespec ts = clock_ts(o->step_ms / 1000.0);
+
+			(void)nanosleep(&ts, NULL);
+		}
 		t->step++;
 		t->acc_count++;
 		if (t->acc_count == o->agg_freq) {

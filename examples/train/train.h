@@ -65,6 +65,7 @@ struct train_opts {
 	uint64_t checkpoint_every;  /* steps between periodic checkpoints; 0: none */
 	uint64_t seed;
 	const char *ckpt_dir;
+	unsigned step_ms;       /* simulated compute time per step (a real step is not instant) */
 };
 
 /* Runs the loop; returns the exit status: 0 (finished or preempted), 1 (a

@@ -267,6 +267,10 @@ Test(plane_round_after, fewer_than_min_or_no_restart_left_ends)
 	cr_assert(n.end);
 	cr_assert_eq(n.code, 1);
 	cr_assert_str_eq(n.why, "2 nodes left, fewer than --nnodes' MIN 3");
+	e.lost = "node 2 (10.213.0.3)";
+	n = plane_round_after(&(struct plane_round_policy){ .min = 3, .max_restarts = 3 }, 3, &e);
+	cr_assert_str_eq(n.why, "2 nodes left, fewer than --nnodes' MIN 3 (lost: node 2 (10.213.0.3))");
+	e.lost = NULL;
 	e.restarts = 3;
 	n = plane_round_after(&pol, 3, &e);
 	cr_assert(n.end);
