@@ -43,6 +43,15 @@ int plane_set_hosts(struct plane *p, int n, char *const *hosts)
 	return 0;
 }
 
+/* Whether cfg names a known address beside the chief's. */
+static bool has_others(const struct plane_cfg *cfg)
+{
+	for (int k = 1; k < cfg->nnodes; k++)
+		if (ci_addr_known(cfg->addrs[k]))
+			return true;
+	return false;
+}
+
 int plane_open(struct plane **pp, struct event_base *base, const struct plane_cfg *cfg,
 	       const struct plane_hooks *hooks, void *arg, char *err, size_t errlen)
 {
@@ -64,6 +73,12 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
+	}
+	/* an elastic node that may be the chief looks for a running job at the
+	 * other addresses it was given first (plane_member.c, seek_list) */
+	if (p->chief && plane_elastic(cfg) && has_others(cfg)) {
+		p->chief = false;
+		p->side = &plane_member_side;
 	}
 	r = p->chief ? plane_chief_open(p, err, errlen) : -EAGAIN;
 	if (r == -EADDRINUSE && cfg->role == PLANE_MAYBE_CHIEF) {

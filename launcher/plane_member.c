@@ -34,6 +34,8 @@ struct plane_seek {
 	char (*host)[PLANE_HOST_MAX];
 	int *rank;                /* failover: each one's rank in the lost round */
 	bool failover;
+	bool probe;               /* a node that may be the chief looks for a running job
+				   * first (one pass over the others' addresses) */
 	bool chief_dead;          /* failover: the lost chief's host closed its connection */
 	double per;               /* seconds each target gets */
 	struct event *ev_turn;    /* the end of the current target's turn */
@@ -98,20 +100,23 @@ static struct plane_seek *seek_new(struct plane *p, int n, double per)
 }
 
 /* A new elastic node's targets: every address it was given, the chief's
- * first.  None when there is only the chief's. */
-static int seek_list(struct plane *p)
+ * first; a node that may be the chief probes the others (probe) once, for
+ * a job that runs already (its chief lost and replaced) before it listens
+ * itself.  None when there is only the chief's. */
+static int seek_list(struct plane *p, bool probe)
 {
 	const struct plane_cfg *g = p->cfg;
 	struct plane_seek *s;
 	int n = 0;
 
-	for (int k = 0; k < g->nnodes; k++)
+	for (int k = probe; k < g->nnodes; k++)
 		n += ci_addr_known(g->addrs[k]);
-	if (n < 2)
+	if (n < (probe ? 1 : 2))
 		return 0;
-	if (!(s = seek_new(p, n, 2.0)))
+	if (!(s = seek_new(p, n, probe ? 1.0 : 2.0)))
 		return -ENOMEM;
-	for (int k = 0; k < g->nnodes; k++)
+	s->probe = probe;
+	for (int k = probe; k < g->nnodes; k++)
 		if (ci_addr_known(g->addrs[k]))
 			snprintf(s->host[s->n++], sizeof(s->host[0]), "%s", g->addrs[k]);
 	return 0;
@@ -169,7 +174,7 @@ static void schedule_retry(struct plane *p)
 static void retry_after(struct plane *p, const char *why)
 {
 	snprintf(p->connect_err, sizeof(p->connect_err), "%s", why);
-	if (p->seek && !p->seek->failover && !strcmp(why, strerror(ECONNREFUSED))) {
+	if (p->seek && !p->seek->failover && (!strcmp(why, strerror(ECONNREFUSED)) || p->seek->probe)) {
 		evtimer_del(p->seek->ev_turn);
 		next_target(p);
 		return;
@@ -303,6 +308,41 @@ static void take_over(struct plane *p)
 	next_target(p);
 }
 
+/* A node that may be the chief found no running job at the others'
+ * addresses: it listens as the chief, or, when another slotrun on its
+ * host holds the port (PLANE_MAYBE_CHIEF), joins that one. */
+static void probe_over(struct plane *p)
+{
+	char err[256];
+	int r;
+
+	seek_free(p);
+	evtimer_del(p->ev_retry);
+	p->chief = true;
+	p->side = &plane_chief_side;
+	r = plane_chief_open(p, err, sizeof(err));
+	if (r == 0) {
+		evtimer_del(p->ev_deadline);
+		return;
+	}
+	plane_chief_close(p);
+	p->chief = false;
+	p->side = &plane_member_side;
+	if (r != -EADDRINUSE || p->cfg->role != PLANE_MAYBE_CHIEF) {
+		plane_say(p, "%s", err);
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	if (seek_list(p, false) < 0) {
+		plane_say(p, "out of memory");
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	if (p->seek)
+		begin_turn(p);
+	try_connect(p);
+}
+
 /* The current target's turn is over: the next one's, from the start of
  * the list again for a new node (until the join deadline), or, after the
  * chief's loss, the next chief's (ours: we take over). */
@@ -317,6 +357,10 @@ static void next_target(struct plane *p)
 	if (++s->at == s->n) {
 		if (s->failover) {
 			no_successor(p);
+			return;
+		}
+		if (s->probe) {
+			probe_over(p);
 			return;
 		}
 		s->at = 0;
@@ -709,7 +753,7 @@ int plane_member_open(struct plane *p, char *err, size_t errlen)
 	}
 	p->join_deadline = clock_mono() + p->cfg->join_timeout;
 	evtimer_add(p->ev_deadline, &tv);
-	if (plane_elastic(p->cfg) && seek_list(p) < 0) {
+	if (plane_elastic(p->cfg) && seek_list(p, p->cfg->role != PLANE_MEMBER) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}

@@ -34,11 +34,13 @@ class ElasticJob(Job):
     with two slots and its own --error-file; the demo's checkpoints are in
     the job's folder, which every node shares."""
 
-    def start(self, i, cmd, *, nnodes="2:3", restarts=3, extra=(), prefer=True):
+    def start(self, i, cmd, *, nnodes="2:3", restarts=3, extra=(), prefer=True, addrs=False):
         """prefer: node i asks for rank i (a preference, which the chief
-        honours in the first round), so that the cases know who is who."""
+        honours in the first round), so that the cases know who is who.
+        addrs: every node's address (--addrs), not the chief's alone."""
         rank = ["--node-rank", str(i)] if prefer else []
-        args = ["--nnodes", nnodes, "--master-addr", self.cl.addr(0), *rank, "--slots", "2",
+        where = ["--addrs", ",".join(self.cl.addrs)] if addrs else ["--master-addr", self.cl.addr(0)]
+        args = ["--nnodes", nnodes, *where, *rank, "--slots", "2",
                 "--max-restarts", str(restarts), "--error-file", self.efile(i), *FAST, *extra, "--", *cmd]
         return self.spawn(i, args, clean_env({"SLOTRUN_JOB_SECRET": SECRET, "EJ_DIR": self.dir}))
 
@@ -135,10 +137,12 @@ def the_workers_see_each_round():
 def the_chief_s_loss_is_survived_by_failover():
     """SIGKILL of node 0 (the chief): node 1, the lowest survivor, takes
     over; the job re-forms on nodes 1 and 2 with MASTER_ADDR at node 1,
-    resumes from the checkpoint and finishes."""
+    resumes from the checkpoint and finishes.  A node started again on
+    node 0's host, with every node's address, finds the job at node 1
+    (rather than becoming a chief of its own) and is taken in."""
     with elastic() as job:
         for i in range(3):
-            job.start(i, train(steps=60))
+            job.start(i, train(steps=160))
         job.wait_err(range(3), LINE.format(1, 3, 6))
         job.wait(lambda: checkpointed(job, 0, 10), WITHIN, "the checkpoint of step 10")
         t0 = time.monotonic()
@@ -148,7 +152,10 @@ def the_chief_s_loss_is_survived_by_failover():
                      "node 1 (10.213.0.2) took over as the chief)")
         took = time.monotonic() - t0
         job.wait(lambda: b"(world size 6 -> 4" in job.out(1), WITHIN, "rank 0 on node 1 resuming")
-        job.expect_exit([0, 0], nodes=[1, 2], timeout=60)
+        job.start(0, train(steps=160), prefer=False, addrs=True)
+        job.wait_err([0, 1, 2], LINE.format(3, 3, 6) + " (a new node (10.213.0.1) joined)")
+        job.wait(lambda: b"(world size 4 -> 6" in job.out(1), WITHIN, "the resume at world size 6")
+        job.expect_exit([0, 0, 0], timeout=60)
         assert final_checksums(job, [1]), job.describe()
         print(f"# failover: round 2 said {took:.2f} s after the chief's SIGKILL", flush=True)
         job.assert_nothing_left()
