@@ -74,12 +74,20 @@ class Relay:
             self.done.set()
 
     def _serve(self):
+        """Node 1 retries until a connection reaches the chief: one that
+        comes before the chief listens is closed, as the chief's refusal
+        would be."""
         self.lsock.settimeout(60)
-        try:
-            node, _ = self.lsock.accept()
-        except OSError:
-            return
-        chief = socket.create_connection(("127.0.0.1", self.chief_port), timeout=60)
+        while True:
+            try:
+                node, _ = self.lsock.accept()
+            except OSError:
+                return
+            try:
+                chief = socket.create_connection(("127.0.0.1", self.chief_port), timeout=60)
+                break
+            except OSError:
+                node.close()
         node.settimeout(None)
         chief.settimeout(None)
         threading.Thread(target=self._pipe, args=(chief, node, "to node"), daemon=True).start()
