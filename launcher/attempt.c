@@ -122,7 +122,7 @@ bool attempt_restart_alone(struct runner *r)
 	double delay;
 	struct timeval tv;
 
-	if (!pol || r->sup.root_cause < 0)
+	if (!pol || r->sup.root_cause < 0 || r->sup.told_stop) /* told to stop: no restart */
 		return false;
 	attempt_cause(r, &cause);
 	if (!restart_allowed(pol, &cause, r->attempt))

@@ -323,7 +323,9 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 			plane_conn_drop(c);
 		return;
 	}
-	if (c->waiting) { /* elastic: joined, not in the round */
+	if (c->closing) /* refused or told: it only waits for its last word */
+		return;
+	if (c->waiting || (p->el && plane_elastic_idle(p))) { /* elastic: no round for it now */
 		plane_elastic_frame(c, &m);
 		return;
 	}

@@ -332,7 +332,9 @@ static void check(struct conn *c, double now, const char *silent)
 			plane_conn_lost(c, "no answer to the handshake");
 		return;
 	}
-	if (c->closing || c->paused || (p->chief && c->node < 0)) /* told, stopped, or a refused duplicate */
+	/* told, stopped, or a refused duplicate (an elastic node waiting for
+	 * its round is in the job: it hears heartbeats and must send them) */
+	if (c->closing || c->paused || (p->chief && c->node < 0 && !c->waiting))
 		return;
 	if (now - c->last_rx > p->cfg->hb_timeout) {
 		if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {

@@ -387,7 +387,8 @@ static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
 {
 	if (c->phase != PLANE_RUNNING || !all_done(c))
 		return a;
-	if (c->cfg->restart && !any_lost(c) && restart_allowed(c->cfg->restart, &c->cause, c->restarts)) {
+	if (c->cfg->restart && !any_lost(c) && !c->told_stop &&
+	    restart_allowed(c->cfg->restart, &c->cause, c->restarts)) {
 		c->delay = restart_delay(c->cfg->restart, c->restarts);
 		c->restarts++;
 		c->ended = c->cause;
@@ -507,6 +508,7 @@ struct plane_acts plane_coord_signal_why(struct plane_coord *c, int node, int si
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
 		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why ? why : "");
 	}
+	c->told_stop = true; /* after a failure too: whatever failed, no restart */
 	a.stop = true;
 	a.stop_sig = sig;
 	return a;

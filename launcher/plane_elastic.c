@@ -289,29 +289,50 @@ void plane_elastic_join(struct conn *c, const struct plane_msg *m)
 	}
 }
 
+/* A new node stopped before its first round leaves alone: the job goes on
+ * without it. */
+static void leaves(struct conn *c, int sig)
+{
+	struct plane *p = c->p;
+	struct plane_msg told = { .type = PLANE_ABORT, .code = 128 + sig };
+	const char *abbrev = sigabbrev_np(sig);
+
+	plane_say(p, "the node at %s left before its first round (SIG%s)", c->peer, abbrev ? abbrev : "?");
+	snprintf(told.text, sizeof(told.text), "stopped by SIG%s before its first round", abbrev ? abbrev : "?");
+	plane_roster_drop(&p->el->ro, plane_roster_find(&p->el->ro, c));
+	c->waiting = false;
+	c->closing = true;
+	plane_conn_send(c, &told);
+}
+
+/* A node of the job (between rounds, or back after a failover) was told
+ * to stop: the job stops, as for a stop during a round. */
+static void stops(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	struct plane_cause cause = { .kind = PLANE_CAUSE_SIGNAL, .code = m->sig, .node = c->node >= 0 ? c->node : 0 };
+
+	snprintf(cause.host, sizeof(cause.host), "%s", c->node >= 0 ? plane_host(p, c->node) : c->peer);
+	snprintf(cause.text, sizeof(cause.text), "%s", m->text);
+	if (p->el->phase != EL_OVER)
+		end_job(p, 128 + m->sig, &cause, "");
+}
+
 void plane_elastic_frame(struct conn *c, const struct plane_msg *m)
 {
 	struct plane *p = c->p;
 	struct plane_elastic *el = p->el;
-	char line[PLANE_TEXT_MAX];
+	int i = plane_roster_find(&el->ro, c);
 
 	switch (m->type) {
-	case PLANE_STOP_REQ: { /* it leaves before its first round: alone */
-		struct plane_msg told = { .type = PLANE_ABORT, .code = 128 + m->sig };
-		const char *abbrev = sigabbrev_np(m->sig);
-
-		snprintf(line, sizeof(line), "the node at %s left before its first round (SIG%s)", c->peer,
-			 abbrev ? abbrev : "?");
-		plane_say(p, "%s", line);
-		snprintf(told.text, sizeof(told.text), "stopped by SIG%s before its first round", abbrev ? abbrev : "?");
-		plane_roster_drop(&el->ro, plane_roster_find(&el->ro, c));
-		c->waiting = false;
-		c->closing = true;
-		plane_conn_send(c, &told);
+	case PLANE_STOP_REQ:
+		if (c->waiting && (i < 0 || el->ro.n[i].prev < 0))
+			leaves(c, m->sig);
+		else
+			stops(c, m);
 		return;
-	}
 	case PLANE_DONE: /* after a failover: its workers of the lost round are reaped */
-		if (el->failover && el->phase == EL_GATHER) {
+		if (c->waiting && el->failover && el->phase == EL_GATHER) {
 			el->done++;
 			failover_check(p);
 		}
@@ -320,7 +341,7 @@ void plane_elastic_frame(struct conn *c, const struct plane_msg *m)
 	case PLANE_RESUME_REQ:
 		plane_conn_pause(c, m->type == PLANE_PAUSE_REQ);
 		return;
-	default: /* no workers to speak of: PING, a signal for workers it has not */
+	default: /* no workers to speak of: PING, a signal for workers it has not, a late report */
 		return;
 	}
 }
@@ -506,7 +527,8 @@ void plane_elastic_round_over(struct plane *p)
 {
 	struct plane_elastic *el = p->el;
 	struct plane_coord *co = &p->coord;
-	struct plane_round_end e = { .cause = co->cause, .code = co->code, .restarts = el->restarts };
+	struct plane_round_end e = { .cause = co->cause, .code = co->code, .restarts = el->restarts,
+				     .told_stop = co->told_stop };
 	struct plane_msg m = { .type = PLANE_RESTART };
 	struct plane_round_next next;
 	char lost[PLANE_TEXT_MAX / 2] = "";

@@ -282,6 +282,8 @@ struct plane_coord {
 	struct plane_cause ended;   /* RESTARTING: the root cause of the attempt that ended */
 	double delay;               /* RESTARTING: seconds before the next attempt */
 	int *paused;                /* per node: the signal that stopped its slotrun, or 0 */
+	bool told_stop;             /* a node's slotrun was told to stop (also after the root
+				     * cause): the job does not restart */
 	/* The join's evidence of secrets that differ (plane_coord_secret). */
 	bool *other_secret;         /* per node: it presented another secret than ours */
 	unsigned char (*ids)[AUTH_MAC_LEN];  /* ... with this secret id */

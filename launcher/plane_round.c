@@ -262,6 +262,8 @@ struct plane_round_next plane_round_after(const struct plane_round_policy *pol, 
 	const struct plane_cause *c = &e->cause;
 	int base = round_size - e->dead;
 
+	if (e->told_stop)
+		return ends(e->code, "%s", "");
 	switch (c->kind) {
 	case PLANE_CAUSE_NONE:
 		return ends(e->code, "%s", "");

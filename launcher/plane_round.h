@@ -96,6 +96,7 @@ struct plane_round_end {
 	int present;                 /* present nodes in all: alive + those waiting */
 	int restarts;                /* restarts used before this round ended */
 	const char *lost;            /* the round's lost nodes, "node 2 (10.213.0.3), ..." or "" */
+	bool told_stop;              /* a node was told to stop during the round: no round follows */
 };
 
 /* The policy of the whole job, agreed by every node at the join. */

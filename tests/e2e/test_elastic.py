@@ -245,6 +245,28 @@ def a_node_that_keeps_crashing_uses_up_max_restarts():
 
 
 @case
+def a_stop_between_rounds_ends_the_job_at_once():
+    """SIGTERM to node 1 while the job waits out the restart delay after a
+    failed rank: every node exits 143 at once, without the next round."""
+    crash = ["sh", "-c", '[ "$RANK" = 2 ] && [ "$SLOTRUN_ROUND" = 1 ] && exit 3; exec sleep 60']
+    with elastic(nodes=2) as job:
+        for i in range(2):
+            job.start(i, crash, nnodes="1:2", extra=["--restart-delay", "30"])
+        job.wait_err([1], "slotrun: round 1: 2 nodes, 4 ranks")
+        job.wait(lambda: b"rank 2 on node 1 (10.213.0.2) exit 3" in job.err(0), WITHIN, "the failure")
+        # between rounds: every worker is gone, the slotruns wait out the delay
+        job.wait(lambda: all(len(job.cl.pids(i)) == 1 for i in range(2)), WITHIN, "the workers to be reaped")
+        t0 = time.monotonic()
+        job.procs[1].signal(signal.SIGTERM)
+        job.expect_exit([143, 143], timeout=20)
+        job.exited_within([0, 1], t0, 10)
+        for i in range(2):
+            assert b"round 2" not in job.err(i), job.describe()
+            assert b"SIGTERM to node 1 (10.213.0.2)" in job.err(i), job.describe()
+        job.assert_nothing_left()
+
+
+@case
 def next_round_admission_waits_and_the_job_ends_whole():
     """With --admit next-round a node that arrives mid-round waits; the job
     ends as it would have (0), and the waiting node ends with it."""
@@ -255,6 +277,8 @@ def next_round_admission_waits_and_the_job_ends_whole():
         job.wait_err(range(2), LINE.format(1, 2, 4))
         job.start(2, short, extra=["--admit", "next-round"])
         job.wait_err([0], "a new node (10.213.0.3) joined: it waits for the next round (--admit next-round)")
+        # waiting is being in the job: heartbeats go both ways meanwhile
+        assert job.stays_running(range(3), 4 * HEARTBEAT), job.describe()
         open(os.path.join(job.dir, "go"), "w").close()
         job.expect_exit([0, 0, 0], timeout=30)
         assert b"up" not in job.out(2), job.describe()       # it never ran a rank

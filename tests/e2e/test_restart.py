@@ -129,6 +129,24 @@ def sigterm_during_the_backoff_stops_at_once():
 
 
 @case
+def sigterm_while_a_failed_attempt_stops_does_not_restart():
+    """Rank 0 fails; rank 1 takes its time over the SIGTERM that follows.
+    The user's SIGTERM meanwhile asks the job to stop: no attempt 2 (it
+    restarted before), and the status is still the failure's."""
+    ready = os.path.join(TMP, "slow.ready")
+    slow = ["sh", "-c", f'if [ "$RANK" = 0 ]; then while [ ! -e {ready} ]; do sleep 0.05; done; exit 1; fi; '
+            f'trap "echo leaving; sleep 1; exit 0" TERM; echo waiting; touch {ready}; '
+            'while :; do sleep 0.1; done']
+    with running(slotrun("--slots", "2", "--grace", "10", "--max-restarts", "2", "--restart-delay", "0", "--",
+                         *slow)) as p:
+        p.wait_line("[rank=1] leaving", timeout=20)
+        p.signal(signal.SIGTERM)
+        code, out, err = finish(p, timeout=30)
+    assert code == 1, err
+    assert "attempt 2" not in err and out.count("[rank=1] waiting") == 1, (out, err)
+
+
+@case
 def log_files_are_appended_after_a_marker():
     d = os.path.join(TMP, "logs")
     code, _, err = finish(slotrun("--slots", "2", "--max-restarts", "1", "--restart-delay", "0",

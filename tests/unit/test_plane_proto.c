@@ -792,6 +792,22 @@ Test(plane_restart, a_stop_during_the_backoff_ends_the_job_at_once)
 	cr_assert(!plane_coord_restart_now(&co).start, "too late");
 }
 
+Test(plane_restart, a_stop_while_a_failed_attempt_stops_does_not_restart)
+{
+	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .rank = 1, .code = 1, .when_ms = 1 };
+	struct plane_acts a;
+
+	a = plane_coord_fail(&co, 0, &f, 0.0);
+	cr_assert(a.stop);
+	a = plane_coord_signal(&co, 1, SIGTERM, true); /* the user's Ctrl-C during the grace */
+	cr_assert(a.stop);
+	plane_coord_done(&co, 0, 1);
+	plane_coord_done(&co, 1, 143);
+	a = plane_coord_done(&co, 2, 143);
+	cr_assert(a.end && !a.restart, "the user asked the job to stop");
+	cr_assert_eq(co.code, 1, "the root cause is still the failure");
+}
+
 Test(plane_restart, a_node_lost_during_the_backoff_ends_the_job)
 {
 	struct plane_acts a;

@@ -280,6 +280,16 @@ Test(plane_round_after, fewer_than_min_or_no_restart_left_ends)
 	cr_assert(n.end, "no --max-restarts: a lost node ends the job");
 }
 
+Test(plane_round_after, a_stop_during_the_round_ends_it_whatever_failed_first)
+{
+	struct plane_round_end e = { .cause = { .kind = PLANE_CAUSE_RANK, .code = 3, .when_ms = 1 }, .code = 3,
+				     .alive = 3, .present = 3, .told_stop = true };
+	struct plane_round_next n = plane_round_after(&pol, 3, &e);
+
+	cr_assert(n.end);
+	cr_assert_eq(n.code, 3);
+}
+
 Test(plane_round_after, a_failed_rank_re_forms_after_the_restart_delay_by_the_policy)
 {
 	struct plane_round_end e = { .cause = { .kind = PLANE_CAUSE_RANK, .code = 3, .when_ms = 1 }, .code = 3, .alive = 3,
