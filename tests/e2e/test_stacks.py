@@ -63,10 +63,11 @@ def script(name, text=SCRIPT):
     return path
 
 
-def hung(cmd, timeout=60, env=None):
-    """slotrun with one rank that --hang-timeout finds hung: its status
-    and stderr."""
-    p = Proc([SR, "--slots", "1", "--grace", "1", "--hang-timeout", "1", "--", *cmd], environ=env or job_env())
+def hung(cmd, wrap=(), env=None, cwd=None, timeout=60):
+    """slotrun (run by wrap, e.g. as another user) with one rank that
+    --hang-timeout finds hung: its status and stderr."""
+    p = Proc([*wrap, SR, "--slots", "1", "--grace", "1", "--hang-timeout", "1", "--", *cmd],
+             environ=env or job_env(), cwd=cwd)
     try:
         code = p.finish(timeout)
     finally:
@@ -171,12 +172,7 @@ def a_rank_that_does_not_stop_holds_up_neither_the_collection_nor_the_end():
 def a_stopped_rank_is_taken_as_it_is_and_the_job_still_ends():
     # stopped, it says nothing: --hang-timeout finds it hung, and its stack
     # is taken before the SIGCONT and SIGTERM of the stop
-    p = Proc([SR, "--slots", "1", "--grace", "1", "--hang-timeout", "1", "--", TARGET, "stop"], environ=job_env())
-    try:
-        code = p.finish(60)
-    finally:
-        p.kill()
-    e = p.err.decode(errors="replace")
+    code, e = hung([TARGET, "stop"])
     assert code == 124, e
     assert "(stack_target) state T" in e, e
     assert re.search(r"#\d+ +0x[0-9a-f]{16} main\+0x[0-9a-f]+ \(stack_target\)", e), e
@@ -249,14 +245,8 @@ def slotrun_run_by_another_user_takes_its_own_workers_stacks():
     try:
         u = pwd.getpwnam(USER)
         path = script("user.py")
-        p = Proc(["setpriv", f"--reuid={u.pw_uid}", f"--regid={u.pw_gid}", "--clear-groups", "--",
-                  SR, "--slots", "1", "--grace", "1", "--hang-timeout", "1", "--", py, path],
-                 environ=job_env({"HOME": TMP}), cwd=TMP)
-        try:
-            code = p.finish(60)
-        finally:
-            p.kill()
-        e = p.err.decode(errors="replace")
+        code, e = hung([py, path], wrap=["setpriv", f"--reuid={u.pw_uid}", f"--regid={u.pw_gid}", "--clear-groups",
+                                         "--"], env=job_env({"HOME": TMP}), cwd=TMP)
         assert code == 124, e
         assert f"stuck_here ({path}:{SLEEP_LINE})" in e, e
         assert "cannot trace" not in e, e
