@@ -332,6 +332,7 @@ static void unwind_all(struct stacks_job *j, struct stacks_unwind *u, struct sta
 		th[i].why = g[i].why;
 		th[i].error = g[i].error;
 		th[i].waited = g[i].waited;
+		th[i].held = g[i].held;
 		if (g[i].why != STACKS_TAKEN && g[i].why != STACKS_UNSUPPORTED)
 			continue;
 		if (atomic_load(&j->stop) || clock_mono() >= j->o.deadline) {
@@ -532,6 +533,7 @@ static void *job_main(void *arg)
 	struct stacks_job *j = arg;
 	bool abandoned;
 
+	pthread_setname_np(pthread_self(), "slotrun-stacks");
 	collect(j);
 	pthread_mutex_lock(&j->lock);
 	if (j->res)

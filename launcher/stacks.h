@@ -76,6 +76,7 @@ struct stacks_thread {
 	enum stacks_why why;
 	int error;              /* errno, with STACKS_DENIED */
 	double waited;          /* seconds it took to stop, or that were waited */
+	double held;            /* seconds it was held stopped (taken) */
 	bool python;            /* it has a Python thread state */
 	bool gil;               /* ... that holds the GIL */
 	struct stacks_frame *frames;

@@ -163,6 +163,7 @@ static void take(struct stacks_grab *g, struct pyframes *py, struct stacks_grab_
 	/* a stop for a signal's delivery hands the signal back */
 	(void)ptrace(PTRACE_DETACH, t->tid, NULL,
 		     (void *)(uintptr_t)((si.si_code >> 8) == PTRACE_EVENT_STOP ? 0 : si.si_signo));
+	t->held = clock_mono() - t0 - t->waited;
 }
 
 /* Threads that had not stopped may have by now: detached here, they are
@@ -196,6 +197,7 @@ static void *grab_main(void *arg)
 	struct pyframes *py = NULL;
 	bool abandoned;
 
+	pthread_setname_np(pthread_self(), "slotrun-grab");
 	if (g->py.layout && (py = malloc(sizeof(*py))))
 		pyframes_init(py, g->py.layout, read_exact, &g->pid, g->py.runtime, g->py.code_type, g->py.str_type,
 			      g->py.bytes_type);

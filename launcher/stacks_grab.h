@@ -58,7 +58,7 @@ struct stacks_grab_thread {
 	uint64_t tstate;                 /* its Python thread state, 0: none */
 	enum stacks_why why;
 	int error;
-	double waited;
+	double waited, held;
 	stacks_grab_regs regs;
 	uint64_t stack_at;               /* the copy's address in the process */
 	uint8_t *stack;                  /* malloc'd */

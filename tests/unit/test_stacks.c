@@ -205,6 +205,7 @@ LEAK_TEST_OPTS(stacks_live, a_sleeping_thread_s_frames_are_named, .timeout = 60)
 	cr_assert_not(s->cut);
 	cr_assert_eq(t->tid, pid, "the main thread first");
 	cr_assert_eq(t->why, STACKS_TAKEN);
+	cr_assert_gt(t->held, 0, "it was held stopped a while");
 	cr_assert(has_function(t, "stack_target_waits_here"), "named from the test's symbol table");
 	cr_assert(has_function(&s->procs[0].threads[1], "stack_target_waits_here"));
 	cr_assert_not_null(t->frames[0].module);
