@@ -105,11 +105,13 @@ struct stacks {
 };
 
 /* Collects the stacks of roots[0..n) (a root <= 0 is skipped) and, with
- * opts->descendants, of their descendants, on the calling thread, which
- * must not be tracing anything itself.  Bounded by opts->deadline (give or
- * take one process_vm_readv or ptrace call, which the kernel may block on
- * a process whose memory map is locked).  Returns 0 with *out set (free it
- * with stacks_free), or -errno (-ENOMEM) with nothing. */
+ * opts->descendants, of their descendants: on the calling thread, with one
+ * more thread per process for its ptrace calls.  Returns by
+ * opts->deadline, give or take the unwinding of one thread (libdwfl
+ * reading an ELF file); a thread of a process it stopped waiting for ends
+ * on its own (its threads skipped: STACKS_NO_TIME).  Separate collections
+ * may run at once.  Returns 0 with *out set (free it with stacks_free), or
+ * -errno (-ENOMEM) with nothing. */
 int stacks_collect(const pid_t *roots, int n, const struct stacks_opts *opts, struct stacks **out);
 
 void stacks_free(struct stacks *s);
