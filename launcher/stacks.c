@@ -22,7 +22,8 @@
 /* Threads listed per process, at most. */
 #define MAX_TASKS 8192
 /* How long past a grab's own end, and the wait for its last thread, the
- * collector waits for it: the grab stops starting threads at its end. */
+ * collector waits for it: the grab stops starting threads at its end, and
+ * a grab still running then is blocked in the kernel. */
 #define GRAB_SLACK 0.1
 
 /* A collection, run by stacks_collect on the caller's thread or by
@@ -367,6 +368,9 @@ static int take_proc(struct stacks_job *j, struct stacks_proc *p, struct stacks_
 	pid_t *tids = NULL;
 	int nts, n, shown, e;
 
+	/* the last thread started is waited for by the deadline: what the
+	 * grab took is then handed over, not abandoned with it */
+	until -= wait + GRAB_SLACK;
 	if (j->o.proc_time > 0 && t0 + j->o.proc_time < until)
 		until = t0 + j->o.proc_time;
 	*done = *p;
