@@ -200,7 +200,7 @@ static void version_text(unsigned long hex, char *buf, size_t len)
 /* What the process's CPython needs for its frames into *gpy, and its
  * thread states into *ts (malloc'd, *nts of them); or a note on p saying
  * why not. */
-static void find_python(struct stacks_proc *p, struct stacks_unwind *u, struct stacks_grab_py *gpy,
+static void find_python(struct stacks_proc *p, pid_t mem, struct stacks_unwind *u, struct stacks_grab_py *gpy,
 			struct pyframes_tstate **ts, int *nts)
 {
 	struct stacks_unwind_py up;
@@ -226,7 +226,7 @@ static void find_python(struct stacks_proc *p, struct stacks_unwind *u, struct s
 			snprintf(p->note, sizeof(p->note), "Python frames need CPython 3.11 (this is an older one)");
 		return;
 	}
-	if (read_mem(&p->pid, up.version, &version, sizeof(version)) < 0) {
+	if (read_mem(&mem, up.version, &version, sizeof(version)) < 0) {
 		snprintf(p->note, sizeof(p->note), "Python frames: cannot read %s's Py_Version", up.module);
 		return;
 	}
@@ -245,7 +245,7 @@ static void find_python(struct stacks_proc *p, struct stacks_unwind *u, struct s
 	gpy->str_type = up.str_type;
 	gpy->bytes_type = up.bytes_type;
 	snprintf(p->python, sizeof(p->python), "%s", v);
-	pyframes_init(&py, gpy->layout, read_mem, &p->pid, up.runtime, up.code_type, up.str_type, up.bytes_type);
+	pyframes_init(&py, gpy->layout, read_mem, &mem, up.runtime, up.code_type, up.str_type, up.bytes_type);
 	if (!(*ts = calloc(MAX_TASKS, sizeof(**ts))))
 		return;
 	n = pyframes_tstates(&py, *ts, MAX_TASKS);
@@ -365,7 +365,7 @@ static int take_proc(struct stacks_job *j, struct stacks_proc *p, struct stacks_
 	struct stacks_grab_thread *g = NULL;
 	struct stacks_thread *th = NULL;
 	struct stacks_grab *grab;
-	pid_t *tids = NULL;
+	pid_t *tids = NULL, mem = p->pid;
 	int nts, n, shown, e;
 
 	/* the last thread started is waited for by the deadline: what the
@@ -380,8 +380,18 @@ static int take_proc(struct stacks_job *j, struct stacks_proc *p, struct stacks_
 		done->stacks = true;
 		return n;
 	}
-	(void)stacks_unwind_open(&u, p->pid);
-	find_python(done, u, &gpy, &ts, &nts);
+	/* its memory and maps through a thread that lives: a main thread that
+	 * exited (pthread_exit) has none */
+	for (int i = 0; i < n; i++) {
+		char name[16], state = 'Z';
+
+		if (read_stat(p->pid, tids[i], name, &state, NULL) == 0 && state != 'Z' && state != 'X') {
+			mem = tids[i];
+			break;
+		}
+	}
+	(void)stacks_unwind_open(&u, mem);
+	find_python(done, mem, u, &gpy, &ts, &nts);
 	/* the order they are taken and shown in */
 	for (int r = 1, k = 0; r <= 3; r++)
 		for (int i = k; i < n; i++)
@@ -402,14 +412,15 @@ static int take_proc(struct stacks_job *j, struct stacks_proc *p, struct stacks_
 		g[i] = (struct stacks_grab_thread){ .tid = tids[i], .tstate = t ? t->addr : 0, .why = STACKS_NO_TIME };
 		th[i] = (struct stacks_thread){ .tid = tids[i], .state = '?', .why = STACKS_NO_TIME,
 						.python = t != NULL, .gil = t && t->gil };
-		if (read_stat(p->pid, tids[i], th[i].name, &th[i].state, NULL) < 0)
-			th[i].why = STACKS_GONE;
+		if (read_stat(p->pid, tids[i], th[i].name, &th[i].state, NULL) < 0 || th[i].state == 'Z' ||
+		    th[i].state == 'X')
+			th[i].why = g[i].why = STACKS_GONE; /* not tried */
 		read_wchan(p->pid, tids[i], th[i].wchan);
 	}
 	free(tids);
 	free(ts);
 	if (e == 0 && !atomic_load(&j->stop) &&
-	    stacks_grab_start(&grab, p->pid, g, shown, &gpy, wait, until,
+	    stacks_grab_start(&grab, mem, g, shown, &gpy, wait, until,
 			      j->o.max_frames > 0 ? j->o.max_frames : STACKS_MAX_FRAMES) == 0) {
 		double give_up = until + wait + GRAB_SLACK;
 

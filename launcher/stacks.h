@@ -53,7 +53,7 @@ enum stacks_why {
 	STACKS_TAKEN,
 	STACKS_NOT_STOPPED,     /* it did not stop within thread_wait */
 	STACKS_DENIED,          /* ptrace refused (error): another tracer, Yama, another user */
-	STACKS_GONE,            /* it exited meanwhile */
+	STACKS_GONE,            /* it exited (before or meanwhile) */
 	STACKS_NO_TIME,         /* the process's time or the deadline ran out first */
 	STACKS_UNSUPPORTED,     /* native stacks on this architecture (x86-64 only) */
 };

@@ -137,6 +137,8 @@ static void take(struct stacks_grab *g, struct pyframes *py, struct stacks_grab_
 	siginfo_t si;
 	int e;
 
+	if (t->why == STACKS_GONE) /* a zombie already */
+		return;
 	if (t0 >= g->until) {
 		t->why = STACKS_NO_TIME;
 		return;

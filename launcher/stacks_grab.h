@@ -52,7 +52,8 @@ struct stacks_grab_py {
 	uint64_t runtime, code_type, str_type, bytes_type;
 };
 
-/* One thread: in, tid and tstate; out, the rest. */
+/* One thread: in, tid and tstate (and why: STACKS_GONE for one not to
+ * try); out, the rest. */
 struct stacks_grab_thread {
 	pid_t tid;
 	uint64_t tstate;                 /* its Python thread state, 0: none */

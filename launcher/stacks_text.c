@@ -79,7 +79,7 @@ static void put_why(struct text *t, const struct stacks_thread *th)
 		put(t, ": cannot trace it: %s", strerror(th->error));
 		return;
 	case STACKS_GONE:
-		put(t, ": exited meanwhile");
+		put(t, ": exited");
 		return;
 	case STACKS_NO_TIME:
 		put(t, ": not taken, out of time");

@@ -124,7 +124,7 @@ LEAK_TEST(stacks, the_text_says_why_a_thread_has_no_stack)
 	} whys[] = {
 		{ STACKS_TAKEN, 0, ": no frames found" },
 		{ STACKS_DENIED, EPERM, ": cannot trace it: Operation not permitted" },
-		{ STACKS_GONE, 0, ": exited meanwhile" },
+		{ STACKS_GONE, 0, ": exited" },
 		{ STACKS_NO_TIME, 0, ": not taken, out of time" },
 		{ STACKS_UNSUPPORTED, 0, ": native stacks are taken on x86-64 only" },
 	};
@@ -266,6 +266,31 @@ LEAK_TEST_OPTS(stacks_live, threads_that_do_not_stop_are_skipped_and_left_as_the
 	for (double end = clock_mono() + 10; stack_target_count(pid, 'S') < 3 && clock_mono() < end;)
 		usleep(2000);
 	cr_assert_eq(stack_target_count(pid, 'S'), 3, "%d stopped for a tracer", stack_target_count(pid, 't'));
+	stacks_free(s);
+	stack_target_kill(pid);
+}
+
+LEAK_TEST_OPTS(stacks_live, a_process_whose_main_thread_exited_has_its_other_threads_taken, .timeout = 60)
+{
+	pid_t pid = fork();
+	struct stacks *s;
+
+	if (pid == 0) {
+		pthread_t t;
+
+		setpgid(0, 0);
+		pthread_create(&t, NULL, stack_target_sleeper, NULL);
+		pthread_exit(NULL); /* its memory and maps are the other thread's to show now */
+	}
+	cr_assert_gt(pid, 0);
+	for (double end = clock_mono() + 10; stack_target_count(pid, 'Z') < 1 && clock_mono() < end;)
+		usleep(2000);
+	cr_assert_eq(stack_target_count(pid, 'Z'), 1);
+	s = collect(pid, 0, 30);
+	cr_assert_eq(s->procs[0].nthreads, 2);
+	cr_assert_eq(s->procs[0].threads[0].why, STACKS_GONE);
+	cr_assert_eq(s->procs[0].threads[1].why, STACKS_TAKEN);
+	cr_assert(has_function(&s->procs[0].threads[1], "stack_target_waits_here"));
 	stacks_free(s);
 	stack_target_kill(pid);
 }
