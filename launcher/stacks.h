@@ -61,7 +61,7 @@ enum stacks_why {
 struct stacks_frame {
 	bool python;            /* a Python frame, else a native one */
 	char *function;         /* NULL: unknown (a native one with no symbol) */
-	uint64_t pc;            /* native: the instruction (the return address's call) */
+	uint64_t pc;            /* native: where it is (a caller's: the return address) */
 	uint64_t offset;        /* native: pc less the function's start */
 	char *module;           /* native: the ELF's file name, without its folder; NULL: none */
 	char *file;             /* Python: co_filename */
@@ -110,7 +110,8 @@ struct stacks {
  * opts->deadline, give or take the unwinding of one thread (libdwfl
  * reading an ELF file); a thread of a process it stopped waiting for ends
  * on its own (its threads skipped: STACKS_NO_TIME).  Separate collections
- * may run at once.  Returns 0 with *out set (free it with stacks_free), or
+ * may run at once (of one process, the second finds its threads traced:
+ * STACKS_DENIED, EPERM).  Returns 0 with *out set (free it with stacks_free), or
  * -errno (-ENOMEM) with nothing. */
 int stacks_collect(const pid_t *roots, int n, const struct stacks_opts *opts, struct stacks **out);
 
