@@ -123,6 +123,7 @@ void report_print(struct runner *r, int code)
 			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
 			.after_start = r->w[i].after, .tail = &r->w[i].tail,
 			.note = r->w[i].note[0] ? r->w[i].note : NULL, .diag = r->w[i].diag,
+			.diag_hung = r->w[i].diag_hung,
 			.oom = r->w[i].oom,
 		};
 	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,

@@ -24,6 +24,7 @@
 #include "report.h"
 #include "runner_state.h"
 #include "session.h"
+#include "stacks.h"
 #include "status.h"
 #include "workers.h"
 
@@ -91,16 +92,17 @@ static void on_diag_done(void *arg)
 	struct runner *r = arg;
 
 	for (int i = 0; i < r->n; i++)
-		if (!r->w[i].diag)
-			r->w[i].diag = diag_take(r->diag, i);
+		if (!r->w[i].diag && (r->w[i].diag = diag_take(r->diag, i)))
+			r->w[i].diag_hung = r->diag_hung;
 	stop_collecting(r);
 }
 
-/* Before the SIGKILL: what the workers still running are doing, collected
- * beside the loop (heartbeats and the other workers go on meanwhile); a
- * holds until then.  False when there is nothing to collect or it cannot
- * start: then the SIGKILL goes out at once, without. */
-static bool collect_first(struct runner *r, struct sup_actions a)
+/* Before the SIGKILL, or the hang's SIGTERM: what the workers still
+ * running are doing (only the hung one: only >= 0), collected beside the
+ * loop (heartbeats and the other workers go on meanwhile); a holds until
+ * then.  False when there is nothing to collect or it cannot start: then
+ * a is carried out at once, without. */
+static bool collect_first(struct runner *r, struct sup_actions a, int only)
 {
 	pid_t *roots;
 	bool any = false;
@@ -109,7 +111,7 @@ static bool collect_first(struct runner *r, struct sup_actions a)
 	if (r->diag || !(roots = calloc((size_t)r->n, sizeof(*roots))))
 		return false;
 	for (int i = 0; i < r->n; i++)
-		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0 && !r->w[i].diag) {
+		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0 && !r->w[i].diag && (only < 0 || i == only)) {
 			roots[i] = r->w[i].pid;
 			any = true;
 		}
@@ -117,6 +119,7 @@ static bool collect_first(struct runner *r, struct sup_actions a)
 	free(roots);
 	if (e < 0)
 		return false;
+	r->diag_hung = only >= 0;
 	r->held = a;
 	return true;
 }
@@ -136,7 +139,13 @@ static void apply(struct runner *r, struct sup_actions a)
 		(void)resume_workers(r);
 	if (a.signal_workers && r->sup.state != SUP_RUNNING)
 		console_flush(&r->cons); /* the stop begins: read on, shed */
-	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a))
+	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a, -1))
+		return;
+	/* a hung worker is looked at before its SIGTERM: what it was stuck
+	 * in, rather than how it unwinds (the stop's start: TERM, and the
+	 * grace armed) */
+	if (a.signal_workers == SIGTERM && a.arm_timer && r->sup.hung >= 0 && r->sup.root_cause == r->sup.hung &&
+	    collect_first(r, a, r->sup.hung))
 		return;
 	carry_out(r, a);
 }
@@ -214,7 +223,7 @@ static void reaped(struct runner *r, int i, int status)
 	struct worker *w = &r->w[i];
 
 	if (WIFSTOPPED(status)) { /* slotrun stops a worker only to pause the job */
-		if (r->paused)
+		if (r->paused || stacks_trace_stop(status)) /* or to take its stack */
 			return;
 		say_rank(r, i, "stopped by SIG%s (not by slotrun): the job waits for it until it "
 			 "is continued (SIGCONT)%s", sigabbrev_np(WSTOPSIG(status)) ?
@@ -240,14 +249,13 @@ static void reap(struct runner *r)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
-		if ((WIFEXITED(status) || WIFSIGNALED(status)) && diag_reaped(r->diag, pid))
-			continue;
 		for (int i = 0; i < r->n; i++)
 			if (r->w[i].pid == pid) {
 				reaped(r, i, status);
 				break;
 			}
-		/* not a worker: an adopted stray, now reaped (or stopped) */
+		/* not a worker: an adopted stray, now reaped (or stopped), or a
+		 * thread whose stack is being taken (stacks.h) */
 	}
 	if (r->sup.state == SUP_SWEEP && !procs_have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });

@@ -40,6 +40,7 @@ struct worker {
 	bool cmd_open;               /* wrapped: cmd_r is open */
 	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
+	bool diag_hung;              /* ... taken when it was found hung (--hang-timeout) */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
 	bool rchar_known;            /* ... since its last output reached slotrun */
 };
@@ -79,6 +80,7 @@ struct runner {
 	struct event *hang_check;    /* with --hang-timeout */
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
+	bool diag_hung;              /* ... before the hang's SIGTERM, of the hung worker */
 	struct sup_actions held;     /* ... which waits with these */
 	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
 	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */

@@ -201,7 +201,8 @@ static void print_history(FILE *f, const struct sum_job *j)
 		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
 }
 
-/* A killed worker's processes, as slotrun saw them at the grace's end. */
+/* A killed worker's processes, as slotrun saw them at the grace's end, or
+ * when it found the worker hung. */
 static void print_diag(FILE *f, const struct sum_worker *w)
 {
 	const char *p = w->diag;
@@ -209,7 +210,7 @@ static void print_diag(FILE *f, const struct sum_worker *w)
 	if (!p)
 		return;
 	if (*p)
-		fprintf(f, "slotrun:     at the grace's end:\n");
+		fprintf(f, "slotrun:     %s:\n", w->diag_hung ? "when it was found hung" : "at the grace's end");
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		int len = nl ? (int)(nl - p) : (int)strlen(p);

@@ -28,6 +28,7 @@ struct sum_worker {
 	const struct out_tail *tail;
 	const char *note;          /* e.g. why it could not start, or NULL */
 	const char *diag;          /* lines on what it did when it had to be killed, or NULL */
+	bool diag_hung;            /* ... taken when it was found hung, before its SIGTERM */
 	bool oom;                  /* the kernel's OOM killer killed it: note says how sure */
 	const char *message;       /* what its failure report said (rank_report.h), or NULL */
 };
