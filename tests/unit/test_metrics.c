@@ -6,6 +6,7 @@
 
 #include "leak_check.h"
 #include "metrics.h"
+#include "metrics_http.h"
 
 static struct status_job job(void)
 {
@@ -105,4 +106,26 @@ LEAK_TEST(metrics, accept_header_chooses_the_syntax)
 	cr_assert_eq(metrics_negotiate("text/plain"), METRICS_TEXT);
 	cr_assert_eq(metrics_negotiate("*/*"), METRICS_TEXT);
 	cr_assert_eq(metrics_negotiate(NULL), METRICS_TEXT);
+}
+
+LEAK_TEST(metrics, listen_addresses)
+{
+	char *addr;
+	int port;
+
+	cr_assert_eq(metrics_parse_listen("9400", &addr, &port), 0);
+	cr_assert_null(addr);
+	cr_assert_eq(port, 9400);
+	cr_assert_eq(metrics_parse_listen("127.0.0.1:9401", &addr, &port), 0);
+	cr_assert_str_eq(addr, "127.0.0.1");
+	cr_assert_eq(port, 9401);
+	free(addr);
+	cr_assert_eq(metrics_parse_listen("[::1]:9402", &addr, &port), 0);
+	cr_assert_str_eq(addr, "::1");
+	free(addr);
+	cr_assert_eq(metrics_parse_listen("0", &addr, &port), 0);
+	cr_assert_eq(port, 0, "off");
+	const char *bad[] = { "", "x", "65536", "-1", ":9400", "::1:9400", "[::1]", "1.2.3.4:" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(metrics_parse_listen(bad[i], &addr, &port), -EINVAL, "%s", bad[i]);
 }
