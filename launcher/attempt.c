@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "diag.h"
+#include "live.h"
 #include "report.h"
 #include "restart.h"
 
@@ -93,6 +94,7 @@ void attempt_next(struct runner *r, int attempt, double delay, const struct plan
 		r->history[r->attempt] = *cause;
 	plane_cause_line(cause, line, sizeof(line));
 	note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, runner_attempts(r), delay, line);
+	live_restart(r, attempt, line);
 	attempt_end(r);
 	for (int i = 0; i < r->n; i++) {
 		free(r->w[i].diag);

@@ -17,6 +17,7 @@ struct conn {
 	struct status_server *s;
 	struct bufferevent *bev;     /* NULL once closed */
 	bool pending;                /* the status hook owes a reply */
+	bool stranger;               /* not the job's owner: every request is refused */
 };
 
 struct status_server {
@@ -98,7 +99,13 @@ static void handle(struct conn *c, const char *line, size_t len)
 	struct status_server *s = c->s;
 
 	bufferevent_disable(c->bev, EV_READ);
-	if (!want) {
+	if (c->stranger) {
+		char text[160];
+
+		snprintf(text, sizeof(text), "refused: only the user who started the job (uid %u) may ask for its status",
+			 (unsigned)geteuid());
+		send_reply(c, json_pack("{s:s}", "error", text));
+	} else if (!want) {
 		send_error(c, req ? "no \"want\"" : "not JSON", req ? NULL : jerr.text);
 	} else if (strcmp(want, "hello") == 0) {
 		job = s->hooks->hello(s->arg);
@@ -148,21 +155,14 @@ static int free_slot(const struct status_server *s)
 	return -1;
 }
 
-/* Whether the peer is the job's owner; if not, says so on fd (best
- * effort, it is non-blocking) and returns false. */
+/* Whether the peer is the job's owner (the kernel's word for it: the
+ * credentials it had when it connected). */
 static bool owner(int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	char text[256];
-	int n;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid())
-		return true;
-	n = snprintf(text, sizeof(text), "{\"v\":1,\"error\":\"refused: only the user who started the job (uid %u) "
-		     "may ask for its status\"}\n", (unsigned)geteuid());
-	(void)send(fd, text, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return false;
+	return getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid();
 }
 
 static void on_accept(evutil_socket_t lfd, short what, void *arg)
@@ -176,11 +176,15 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 
 		if (fd < 0)
 			return; /* EAGAIN: none left; anything else: the next one */
-		if (!owner(fd) || (k = free_slot(s)) < 0 || !(c = calloc(1, sizeof(*c)))) {
+		if ((k = free_slot(s)) < 0 || !(c = calloc(1, sizeof(*c)))) {
 			close(fd);
 			continue;
 		}
-		*c = (struct conn){ .s = s, .bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE) };
+		/* a stranger's request is read and refused, not cut off: a
+		 * close with its request unread would reset the connection
+		 * before it could read why */
+		*c = (struct conn){ .s = s, .bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE),
+				    .stranger = !owner(fd) };
 		if (!c->bev) {
 			close(fd);
 			free(c);

@@ -91,42 +91,37 @@ int status_dir_make(char *dir, size_t size, char *err, size_t errlen)
 			snprintf(dir, size, "%s", dirs[k]);
 			return 0;
 		}
+		/* not the next one: a client in this environment looks here */
 		snprintf(err, errlen, "%s %s: remove it, or set XDG_RUNTIME_DIR to a folder of yours", dirs[k],
 			 why(e));
+		return e;
 	}
+	snprintf(err, errlen, "no runtime folder of yours (XDG_RUNTIME_DIR, /run/user/%u, /tmp)", (unsigned)uid);
 	return e;
 }
 
-int status_dir_find(char dirs[STATUS_DIR_CANDIDATES][PATH_MAX], char *foreign, size_t flen)
+int status_dir_find(char *dir, size_t size, char *foreign, size_t flen)
 {
-	char cand[STATUS_DIR_CANDIDATES][PATH_MAX], real[STATUS_DIR_CANDIDATES][PATH_MAX];
+	char cand[STATUS_DIR_CANDIDATES][PATH_MAX];
 	uid_t uid = geteuid();
-	int n = 0;
 
-	foreign[0] = '\0';
+	dir[0] = foreign[0] = '\0';
 	status_dir_candidates(getenv("XDG_RUNTIME_DIR"), uid, cand);
 	for (int k = 0; k < STATUS_DIR_CANDIDATES; k++) {
 		struct stat st;
-		bool dup = false;
+		bool mine = cand[k][0] && parent_ours(cand[k], uid);
 
-		if (!cand[k][0] || lstat(cand[k], &st) < 0) {
-			if (cand[k][0] && errno == EACCES && !foreign[0]) /* cannot even look */
-				snprintf(foreign, flen, "%s", cand[k]);
+		if (cand[k][0] && !foreign[0] && (lstat(cand[k], &st) < 0 ? errno == EACCES :
+						   status_dir_check(&st, uid) < 0))
+			snprintf(foreign, flen, "%s", cand[k]); /* someone else's, or not one to trust */
+		if (!mine)
 			continue;
-		}
-		if (status_dir_check(&st, uid) < 0) {
-			if (!foreign[0])
-				snprintf(foreign, flen, "%s", cand[k]);
-			continue;
-		}
-		if (!realpath(cand[k], real[n]))
-			continue;
-		for (int i = 0; i < n; i++)
-			dup = dup || strcmp(real[i], real[n]) == 0;
-		if (!dup)
-			snprintf(dirs[n++], PATH_MAX, "%s", cand[k]);
+		/* the server's choice: where a slotrun started here puts its socket */
+		if (lstat(cand[k], &st) == 0 && status_dir_check(&st, uid) == 0)
+			snprintf(dir, size, "%s", cand[k]);
+		return dir[0] ? 1 : 0;
 	}
-	return n;
+	return 0;
 }
 
 int status_sock_path(const char *dir, pid_t pid, char *buf, size_t size)

@@ -36,15 +36,19 @@ int status_dir_check(const struct stat *st, uid_t uid);
 void status_dir_candidates(const char *xdg, uid_t uid, char dirs[STATUS_DIR_CANDIDATES][PATH_MAX]);
 
 /* The server's folder: the first candidate whose parent is ours (or
- * /tmp), created 0700 if missing and checked.  Returns 0 with dir set, or
+ * /tmp), created 0700 if missing and checked; a bad one there is an error,
+ * not a reason to go on to the next (a client in the same environment
+ * looks there).  Returns 0 with dir set, or
  * -errno with a one-line reason in err (naming the folder and the fix). */
 int status_dir_make(char *dir, size_t size, char *err, size_t errlen);
 
-/* The folders a client looks in: every candidate that exists and is
- * ours and closed (dirs[0..n)), deduplicated.  A candidate that exists
- * but belongs to someone else, or is open to others, is named in
- * foreign (else ""), for the client's refusal.  Returns n. */
-int status_dir_find(char dirs[STATUS_DIR_CANDIDATES][PATH_MAX], char *foreign, size_t flen);
+/* The folder a client looks in: the one a slotrun started in the same
+ * environment would choose (status_dir_make's rule, creating nothing), if
+ * it exists and is ours and closed: 1 with dir set, else 0.  A candidate
+ * met on the way that exists but belongs to someone else (or is open to
+ * others, or cannot even be looked at) is named in foreign (else ""), for
+ * the client's refusal. */
+int status_dir_find(char *dir, size_t size, char *foreign, size_t flen);
 
 /* dir/PID.sock, or -ENAMETOOLONG when it does not fit a Unix socket's
  * address. */
