@@ -70,7 +70,6 @@ static void feed(struct runner *r, struct sup_event ev)
 
 	if (was == SUP_RUNNING && r->sup.state != SUP_RUNNING)
 		live_stopping(r, &ev);
-
 	/* the other nodes hear of our root cause before we act on it */
 	if (r->plane && r->sup.root_cause >= 0 && r->sup.root_cause != root)
 		tell_plane_root(r);
