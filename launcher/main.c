@@ -106,13 +106,15 @@ static void hold_std_fds(void)
 
 /* Each worker holds up to five fds in slotrun (two pipes' read ends, its
  * two log files, the exec report while it starts); slotrun itself about
- * 24 (std streams, libevent, /dev/null, topology) and one per other node
- * on the chief.  Raise the soft limit to the hard one when short (workers
- * get the original back), and say clearly when even that is too few. */
+ * 24 (std streams, libevent, /dev/null, topology), 20 for seeing inside
+ * (the status socket and its STATUS_CONNS clients, the metrics listener)
+ * and one per other node on the chief.  Raise the soft limit to the hard
+ * one when short (workers get the original back), and say clearly when
+ * even that is too few. */
 static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 24 + (rlim_t)(nnodes > 1 ? nnodes : 0);
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 44 + (rlim_t)(nnodes > 1 ? nnodes : 0);
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
