@@ -301,6 +301,11 @@ def readme_status_poll(S):
         a, b = A["without"][size], A["with"].get(size)
         if b:
             out.append(f"| all-reduce {human(int(size))} | {fmt_time(a)} | {fmt_time(b)} | {b / a:.2f} |")
+    c = A.get("slotrun_cpu_ms")
+    if c:
+        out.append(f"| slotrun's own CPU over an all-reduce run | {c['without']:.0f} ms | {c['with']:.0f} ms | "
+                   f"{c['with'] / c['without']:.2f} |" if c["without"] else
+                   f"| slotrun's own CPU over an all-reduce run | 0 ms | {c['with']:.0f} ms | - |")
     return out + [""]
 
 

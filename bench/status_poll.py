@@ -11,7 +11,9 @@ teardown   rank 0 exits 1 after 200 ms while 7 others `sleep 60`: rank 0's
            exit (its own clock reading, printed last) to slotrun's exit.
 allreduce  `slotrun --slots 4 -- nccl_worker --backend cpu -b 1M -e 16M -n 200`
            (a few seconds: several polls land in it); rank 0's time per
-           all-reduce at each size.
+           all-reduce at each size, and slotrun's own CPU time over the run
+           (utime + stime of slotrun alone, read from /proc until it exits):
+           what serving the poller and sampling cost it.
 The poller runs `slotrun status --json` at every whole second, in the
 same private XDG_RUNTIME_DIR as the jobs, for the whole "with" run; each
 poll keeps the job's sampler going (it samples every second for 10 s
@@ -100,16 +102,37 @@ def teardown():
     return (t_exit - stamp) / 1e6
 
 
+def own_cpu(pid):
+    """slotrun's own CPU seconds so far (not its children's), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError):
+        return None
+
+
 def allreduce():
-    r = subprocess.run([SR, "--slots", "4", "--bind", "none", "--", NW, "--backend", "cpu", "-b", "1M", "-e", "16M",
-                        "-n", "200", "-w", "5"], env=ENV, capture_output=True, timeout=600)
-    times = {}
-    for line in r.stdout.decode().splitlines():
+    p = subprocess.Popen([SR, "--slots", "4", "--bind", "none", "--", NW, "--backend", "cpu", "-b", "1M", "-e",
+                          "16M", "-n", "200", "-w", "5"], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    cpu = [0.0]
+
+    def watch():  # the last reading before it exits
+        while p.poll() is None:
+            v = own_cpu(p.pid)
+            cpu[0] = v if v is not None else cpu[0]
+            time.sleep(0.05)
+    t = threading.Thread(target=watch)
+    t.start()
+    out, err = p.communicate(timeout=600)
+    t.join()
+    times = {"cpu_ms": cpu[0] * 1e3}
+    for line in out.decode().splitlines():
         f = line.split()
         # "[rank=0]   1048576   262144  float  sum  -1  123.4  ..."
         if len(f) >= 8 and f[0] == "[rank=0]" and f[1].isdigit():
             times[int(f[1])] = float(f[6])
-    assert times, r.stderr.decode()[-2000:]
+    assert len(times) > 1, err.decode()[-2000:]
     return times
 
 
@@ -126,12 +149,16 @@ for name, fn, runs, unit in (("launch_ms", launch, args.runs, "ms"), ("teardown_
 runs = max(3, args.runs // 4)
 res, polls, answered = alternate(runs, allreduce)
 doc["allreduce_us"] = {"runs": runs, "polls": polls, "answered": answered, "without": {}, "with": {}}
-for size in sorted(res["without"][0]):
+for size in sorted(k for k in res["without"][0] if k != "cpu_ms"):
     a = statistics.median(r[size] for r in res["without"])
     b = statistics.median(r[size] for r in res["with"])
     doc["allreduce_us"]["without"][str(size)] = a
     doc["allreduce_us"]["with"][str(size)] = b
     print(f"allreduce {size >> 20:>3} MiB  without {a:9.1f} us   with {b:9.1f} us   with / without {b / a:5.2f}")
+a = statistics.median(r["cpu_ms"] for r in res["without"])
+b = statistics.median(r["cpu_ms"] for r in res["with"])
+doc["allreduce_us"]["slotrun_cpu_ms"] = {"without": a, "with": b}
+print(f"slotrun's own CPU over an all-reduce run  without {a:6.0f} ms   with {b:6.0f} ms")
 print(f"# all-reduce: median of {runs} runs each, {polls} polls ({answered} answered by a job)")
 if args.json:
     with open(args.json, "w") as f:
