@@ -58,8 +58,8 @@ struct sampler {
 int sampler_open(struct sampler *s, struct event_base *base, int n, double interval,
 		 const struct sampler_hooks *hooks, void *arg);
 
-/* A holder: sampling goes on until sampler_close; the first sample is
- * taken now. */
+/* A holder: sampling goes on until sampler_close; a first sample is
+ * taken now if none was taken yet. */
 void sampler_hold(struct sampler *s);
 
 /* A passing consumer: sampling goes on for `seconds` more. */
