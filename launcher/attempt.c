@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "diag.h"
+#include "live.h"
 #include "report.h"
 #include "restart.h"
 
@@ -111,6 +112,7 @@ void attempt_next(struct runner *r, int attempt, double delay, const struct plan
 	if (!runner_elastic(r))
 		note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, runner_attempts(r), delay,
 		     line);
+	live_restart(r, attempt, line);
 	attempt_reset(r);
 	r->attempt = attempt;
 }

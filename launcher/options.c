@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "metrics_http.h"
 
 const char opt_usage[] =
 "Usage: slotrun [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -70,6 +71,13 @@ const char opt_usage[] =
 "  --ranks-filter LIST  console shows only these ranks, e.g. 0,2-3; files get all\n"
 "                                                              [SLOTRUN_RANKS_FILTER]\n"
 "  --error-file PATH    on failure, write the summary as JSON  [SLOTRUN_ERROR_FILE]\n"
+"Seeing inside (slotrun status [--json] [--watch[=S]] [--stacks] [JOB] shows the job):\n"
+"  --metrics-port [ADDR:]PORT  serve OpenMetrics at http://ADDR:PORT/metrics\n"
+"                       (every address by default; 0: off) [SLOTRUN_METRICS_PORT]\n"
+"  --metrics-file PATH  rewrite PATH with the metrics every second, for\n"
+"                       node_exporter's textfile collector [SLOTRUN_METRICS_FILE]\n"
+"  --timeline PATH      write the job's events as a Chrome/Perfetto trace\n"
+"                                                              [SLOTRUN_TIMELINE]\n"
 "  --dry-run            start nothing; print the plan, one JSON object per slot\n"
 "                                                              [SLOTRUN_DRY_RUN=1]\n"
 "  -h, --help           this help\n"
@@ -90,7 +98,8 @@ enum {
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
 	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
-	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP, O_SETTLE_TIME, O_ADMIT,
+	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP, O_SETTLE_TIME, O_ADMIT, O_METRICS_PORT, O_METRICS_FILE,
+	O_TIMELINE,
 	/* torchrun's spellings, told apart for messages */
 	O_NPROC_DASH, O_NPROC_UNDERSCORE, O_NODE_RANK_UNDERSCORE, O_MASTER_ADDR_UNDERSCORE,
 	O_MASTER_PORT_UNDERSCORE,
@@ -129,6 +138,9 @@ static const struct option longopts[] = {
 	{ "on-hangup", required_argument, NULL, O_ON_HANGUP },
 	{ "settle-time", required_argument, NULL, O_SETTLE_TIME },
 	{ "admit", required_argument, NULL, O_ADMIT },
+	{ "metrics-port", required_argument, NULL, O_METRICS_PORT },
+	{ "metrics-file", required_argument, NULL, O_METRICS_FILE },
+	{ "timeline", required_argument, NULL, O_TIMELINE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -195,7 +207,7 @@ static const char *flag_or_env(const char *flag, const char *flagname, const str
 
 /* Values given as text, flag or variable, read after all the flags. */
 struct raw {
-	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup;
+	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup, *metrics;
 	const char *settle, *admit;
 };
 
@@ -216,6 +228,8 @@ static int from_env(const struct ci_env *env, struct options *o, char *err, size
 	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
 	o->error_file = nonempty(env, "SLOTRUN_ERROR_FILE");
 	o->secret_file = nonempty(env, "SLOTRUN_SECRET_FILE");
+	o->metrics_file = nonempty(env, "SLOTRUN_METRICS_FILE");
+	o->timeline = nonempty(env, "SLOTRUN_TIMELINE");
 	return 0;
 }
 
@@ -268,6 +282,9 @@ static bool own_flag(int c, struct options *o, struct raw *raw)
 	case O_ON_HANGUP: raw->hangup = optarg; break;
 	case O_SETTLE_TIME: raw->settle = optarg; break;
 	case O_ADMIT: raw->admit = optarg; break;
+	case O_METRICS_PORT: raw->metrics = optarg; break;
+	case O_METRICS_FILE: o->metrics_file = optarg; break;
+	case O_TIMELINE: o->timeline = optarg; break;
 	default: return false;
 	}
 	return true;
@@ -368,6 +385,12 @@ static int read_values(const struct ci_env *env, struct options *o, const struct
 			return -EINVAL;
 		}
 	}
+	if ((v = flag_or_env(raw->metrics, "--metrics-port", env, "SLOTRUN_METRICS_PORT", &what)) &&
+	    metrics_parse_listen(v, &o->metrics_addr, &o->metrics_port) < 0) {
+		snprintf(err, errlen, "%s '%s': expected a port from 0 to 65535, or ADDRESS:PORT "
+			 "(e.g. 9400, 127.0.0.1:9400, [::1]:9400)", what, v);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -378,6 +401,8 @@ static int check_paths(const struct options *o, char *err, size_t errlen)
 		{ o->secret_file, "--secret-file", "a path" },
 		{ o->log_dir, "--log-dir", "a directory" },
 		{ o->error_file, "--error-file", "a path" },
+		{ o->metrics_file, "--metrics-file", "a path" },
+		{ o->timeline, "--timeline", "a path" },
 	};
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
@@ -416,4 +441,10 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	if (!o->no_python && o->argv[0] && ends_with(o->argv[0], ".py"))
 		o->interpreter = OPT_PYTHON;
 	return OPT_RUN;
+}
+
+void opt_free(struct options *o)
+{
+	free(o->metrics_addr);
+	o->metrics_addr = NULL;
 }

@@ -33,6 +33,10 @@ struct options {
 	const char *log_dir;
 	const char *ranks_filter;
 	const char *error_file;
+	char *metrics_addr;        /* --metrics-port's address (malloc'd), NULL: every one */
+	int metrics_port;          /* 0: off */
+	const char *metrics_file;  /* or NULL */
+	const char *timeline;      /* or NULL */
 	int control_port;          /* 0: the master port + 1 */
 	double join_timeout;       /* seconds for every node to join the chief */
 	double hb_timeout;         /* seconds of silence before a node is lost */
@@ -49,9 +53,12 @@ struct options {
 enum { OPT_RUN = 0, OPT_EXIT_OK = 1 };
 
 /* Returns OPT_RUN, OPT_EXIT_OK after printing --help or --version to
- * stdout, or -EINVAL with a one-line reason in err. */
+ * stdout, or -EINVAL with a one-line reason in err.  opt_free releases
+ * what it allocated. */
 int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o,
 	      char *err, size_t errlen);
+
+void opt_free(struct options *o);
 
 extern const char opt_usage[];
 

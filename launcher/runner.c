@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "diag.h"
 #include "hang.h"
+#include "live.h"
 #include "procs.h"
 #include "report.h"
 #include "runner_state.h"
@@ -65,8 +66,11 @@ static void tell_plane_root(struct runner *r)
 static void feed(struct runner *r, struct sup_event ev)
 {
 	int root = r->sup.root_cause;
+	enum sup_state was = r->sup.state;
 	struct sup_actions a = sup_step(&r->sup, &ev);
 
+	if (was == SUP_RUNNING && r->sup.state != SUP_RUNNING)
+		live_stopping(r, &ev);
 	/* the other nodes hear of our root cause before we act on it */
 	if (r->plane && r->sup.root_cause >= 0 && r->sup.root_cause != root)
 		tell_plane_root(r);
@@ -209,6 +213,7 @@ static void carry_out(struct runner *r, struct sup_actions a)
 	}
 	if (a.done) {
 		evtimer_del(r->leftovers); /* none left to say */
+		live_attempt_done(r);
 		attempt_done(r);
 		return;
 	}
@@ -239,6 +244,7 @@ static void reaped(struct runner *r, int i, int status)
 		w->after = now_since(r);
 	}
 	workers_ended(r, i, status_exit_code(status));
+	live_rank_exit(r, i, status);
 	feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = status_exit_code(status),
 				    .t = now_since(r) });
 }
@@ -493,6 +499,7 @@ static void start_workers(struct runner *r)
 			if (r->w[i].pid <= 0)
 				feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
 	workers_watch(r);
+	live_attempt_start(r);
 	if (r->cfg->hang_timeout > 0) {
 		struct timeval tv = clock_tv(hang_period(r->cfg->hang_timeout));
 
@@ -543,6 +550,7 @@ static void plane_start(void *arg, const struct plane_round_info *ri)
 	r->round = ri->round;
 	if (runner_elastic(r))
 		add_round(r, ri);
+	live_nodes_joined(r, ri->nnodes);
 	start_workers(r);
 }
 
@@ -698,6 +706,7 @@ static int wind_down(struct runner *r)
 	plane_close(r->plane);
 	r->plane = NULL;
 	attempt_end(r);
+	live_end(r, code);
 	/* A stopping job's output has the grace to get out; a clean one's
 	 * waits for its reader (a stop signal ends that wait too). */
 	console_drain(&r->cons, r->base, code == 0 ? -1 : r->cfg->grace > 1 ? r->cfg->grace : 1);
@@ -709,6 +718,7 @@ static int wind_down(struct runner *r)
 
 static void teardown(struct runner *r)
 {
+	live_close(r);
 	plane_close(r->plane);
 	session_close(r->session);
 	oom_close(&r->oom);
@@ -747,7 +757,7 @@ int runner_run(const struct runner_cfg *c)
 	r.t0 = clock_mono();
 	prepare_process(&orig);
 	r.orig_mask = orig;
-	if (setup_loop(&r) < 0)
+	if (setup_loop(&r) < 0 || (code = live_open(&r)) != 0)
 		goto out;
 	if ((code = begin(&r)) != 0)
 		goto out;

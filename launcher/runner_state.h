@@ -26,6 +26,7 @@
 extern const int runner_signals[RUNNER_NSIGNALS];
 
 struct runner;
+struct live;
 
 struct worker {
 	pid_t pid;
@@ -39,6 +40,7 @@ struct worker {
 	bool oom;                    /* the note says the OOM killer's part in its death */
 	bool cmd_open;               /* wrapped: cmd_r is open */
 	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
+	pid_t cmd;                   /* ... the pid it wrote, 0: not yet read */
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
 	bool diag_hung;              /* ... taken when it was found hung (--hang-timeout) */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
@@ -85,6 +87,7 @@ struct runner {
 	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
 	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */
 	struct session *session;     /* watching for the end of our session, or NULL */
+	struct live *live;           /* status, metrics, timeline (live.h), or NULL */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an

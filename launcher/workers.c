@@ -12,6 +12,7 @@
 #include "clock.h"
 #include "hang.h"
 #include "io.h"
+#include "live.h"
 #include "oom.h"
 #include "procs.h"
 #include "quote.h"
@@ -230,6 +231,8 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	}
 	out_stream_init(&w->out, po[0], s->shown ? &r->cons.con[0] : NULL, lo, NULL);
 	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
+	out_stream_count(&w->out, live_count(r, i));
+	out_stream_count(&w->err, live_count(r, i));
 	cmd_w = open_cmd_pipe(w, c->wrapped || c->guarded);
 	argv = worker_argv(c, s, rankbuf, cmd_w, fdbuf);
 	envp = plan_envp(s, c->base_env, report_env(r, i, extra_env, env, vars));
@@ -325,27 +328,29 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 	return rc;
 }
 
-/* The pid wrap_rank said its command has, or 0. */
-static pid_t cmd_pid(struct worker *w)
+pid_t workers_cmd_pid(struct runner *r, int i)
 {
+	struct worker *w = &r->w[i];
 	char text[24];
 	ssize_t n;
 	long pid;
 
-	if (!w->cmd_open)
-		return 0;
+	if (w->cmd > 0 || !w->cmd_open)
+		return w->cmd;
 	n = io_read(w->cmd_r, text, sizeof(text) - 1);
 	if (n <= 0)
 		return 0;
 	text[n] = '\0';
 	text[strcspn(text, "\n")] = '\0';
-	return io_parse_long(text, 1, 0x7fffffff, &pid) == 0 ? (pid_t)pid : 0;
+	if (io_parse_long(text, 1, 0x7fffffff, &pid) == 0)
+		w->cmd = (pid_t)pid;
+	return w->cmd;
 }
 
 void workers_ended(struct runner *r, int i, int code)
 {
 	struct worker *w = &r->w[i];
-	pid_t pids[2] = { w->pid, cmd_pid(w) };
+	pid_t pids[2] = { w->pid, workers_cmd_pid(r, i) };
 
 	close_cmd_pipe(w);
 	if (w->pid > 0 && !w->note[0] && sup_unsent_kill(&r->sup, code))

@@ -23,9 +23,11 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # only recommends; this name follows Debian's default clang).  The container
 # test builds examples/container/Dockerfile with podman (runc as its runtime,
 # netavark and aardvark-dns for a network whose names resolve) on a Debian
-# base from debootstrap (which only recommends the archive's keyring).
+# base from debootstrap (which only recommends the archive's keyring).  A
+# real Prometheus scrapes --metrics-port, and promtool (in the same
+# package) checks the exposition.
 SLOTRUN_TEST_PACKAGES=(python3-torch python3.11-dev slurm-wlm munge openssh-server pdsh man-db valgrind clang
-	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring)
+	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring prometheus)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {
