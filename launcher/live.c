@@ -26,6 +26,8 @@
 
 /* Stacks are given this long (status_stacks.h). */
 #define LIVE_STACKS_DEADLINE 10.0
+/* The chief waits this long for the other nodes' parts of a status. */
+#define LIVE_QUERY_DEADLINE 5.0
 
 struct live_rank {
 	struct out_count count;
@@ -39,6 +41,12 @@ struct waiter {
 	status_reply_fn reply;
 	void *ctx;
 	bool stacks;
+};
+
+/* This node's part of a status the chief gathers. */
+struct part_req {
+	struct runner *r;
+	uint32_t id;
 };
 
 /* A status request waiting for its stacks. */
@@ -219,14 +227,10 @@ static void answer(struct runner *r, json_t *doc, bool stacks, status_reply_fn r
 	l->stacks = q;
 }
 
-/* ---- THE GATHER SEAM ----
- * The job's rows for a status request.  Today: this node's.  On several
- * nodes the node that answers asks every other node for its rows
- * (live_rows there, carried as status_rows_json), waits for them with a
- * deadline, merges them with status_rows_merge (a node that did not
- * answer in time is named in the reply), and only then marks the lags,
- * over the whole job. */
-static void gather(struct runner *r, bool stacks, status_reply_fn reply, void *ctx)
+/* This node's part: its rows (the lags marked over them alone: the
+ * node that merges marks them again over the whole job) and, when asked,
+ * its ranks' stacks. */
+static void local(struct runner *r, bool stacks, status_reply_fn reply, void *ctx)
 {
 	struct status_row *rows;
 	struct status_job j;
@@ -242,6 +246,151 @@ static void gather(struct runner *r, bool stacks, status_reply_fn reply, void *c
 	free(rows);
 }
 
+static void on_local(void *arg, bool stacks, status_reply_fn reply, void *ctx);
+
+/* A status request waiting for the whole job's status from the chief. */
+struct asked {
+	status_reply_fn reply;
+	void *ctx;
+};
+
+static void on_job_doc(void *arg, char *text, size_t len)
+{
+	struct asked *a = arg;
+	json_t *doc = text ? json_loadb(text, len, 0, NULL) : NULL;
+
+	if (!doc)
+		doc = json_pack("{s:s}", "error", "the chief did not answer in time: ask again, or on node 0");
+	a->reply(a->ctx, doc);
+	free(text);
+	free(a);
+}
+
+/* The job's rows for a status request: on several nodes the chief asks
+ * every node for its part (live_ask there) with a deadline, merges them
+ * (live_merge) and marks the lags over the whole job; alone, this node's. */
+static void gather(struct runner *r, bool stacks, status_reply_fn reply, void *ctx)
+{
+	struct asked *a;
+
+	if (!r->plane) {
+		on_local(r, stacks, reply, ctx);
+		return;
+	}
+	if (!(a = malloc(sizeof(*a)))) {
+		reply(ctx, json_pack("{s:s}", "error", "out of memory"));
+		return;
+	}
+	*a = (struct asked){ .reply = reply, .ctx = ctx };
+	if (plane_query(r->plane, stacks, stacks ? LIVE_STACKS_DEADLINE + 4 : LIVE_QUERY_DEADLINE, on_job_doc, a) < 0) {
+		free(a);
+		on_local(r, stacks, reply, ctx); /* no chief to ask now: what this node knows */
+	}
+}
+
+/* ---- Other nodes (the job plane's hooks) ---- */
+
+static void to_plane(void *arg, json_t *doc)
+{
+	struct part_req *q = arg;
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+
+	if (q->r->plane)
+		plane_answer(q->r->plane, q->id, text, text ? strlen(text) : 0);
+	free(text);
+	json_decref(doc);
+	free(q);
+}
+
+void live_ask(struct runner *r, uint32_t id, bool stacks)
+{
+	struct part_req *q;
+
+	if (!r->live || !(q = malloc(sizeof(*q)))) {
+		plane_answer(r->plane, id, NULL, 0);
+		return;
+	}
+	*q = (struct part_req){ .r = r, .id = id };
+	on_local(r, stacks, to_plane, q);
+}
+
+/* The stacks of one node's part, appended to all. */
+static void add_stacks(json_t *all, json_t *part)
+{
+	size_t k;
+	json_t *v;
+
+	json_array_foreach(json_object_get(part, "stacks"), k, v)
+		json_array_append(all, v);
+}
+
+char *live_merge(struct runner *r, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len)
+{
+	struct status_row *rows = NULL, *more;
+	struct status_job j;
+	json_t *stacks = json_array(), *out;
+	char *text = NULL;
+	int nrows = 0, m;
+	bool any_stacks = false;
+
+	for (int k = 0; k < n; k++) {
+		json_t *part = docs[k] ? json_loadb(docs[k], lens[k], 0, NULL) : NULL;
+
+		if (part && status_rows_from_json(json_object_get(part, "rows"), &more, &m) == 0) {
+			(void)status_rows_merge(&rows, &nrows, more, m);
+			free(more);
+		}
+		if (part && json_object_get(part, "stacks")) {
+			any_stacks = true;
+			add_stacks(stacks, part);
+		}
+		json_decref(part);
+	}
+	lag_mark(rows, nrows, job_runs(r));
+	live_job(r, &j);
+	out = json_pack("{s:o, s:o}", "job", status_job_json(&j), "rows", status_rows_json(rows, nrows));
+	if (out && any_stacks)
+		json_object_set(out, "stacks", stacks);
+	if (out && missing[0])
+		json_object_set_new(out, "missing", json_string(missing));
+	if (out)
+		text = json_dumps(out, JSON_COMPACT);
+	*len = text ? strlen(text) : 0;
+	json_decref(out);
+	json_decref(stacks);
+	free(rows);
+	return text;
+}
+
+void live_event(struct runner *r, const char *json, size_t len, const char *host)
+{
+	json_t *o = json_loadb(json, len, 0, NULL);
+	struct tl_event e;
+
+	(void)r;
+	if (o && tl_event_from_json(o, &e) == 0) {
+		timeline_host(e.node, host);
+		timeline_add(&e);
+	}
+	json_decref(o);
+}
+
+/* A node that is not the chief ships its timeline events to the chief. */
+static void forward_event(void *arg, const struct tl_event *e)
+{
+	struct runner *r = arg;
+	json_t *o;
+	char *text;
+
+	if (!r->plane || plane_is_chief(r->plane) || !(o = tl_event_json(e)))
+		return;
+	if ((text = json_dumps(o, JSON_COMPACT))) {
+		plane_event(r->plane, text, strlen(text));
+		free(text);
+	}
+	json_decref(o);
+}
+
 static void on_settle(evutil_socket_t fd, short what, void *arg)
 {
 	struct runner *r = arg;
@@ -251,10 +400,12 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
 	sampler_take(&l->sampler);
 	l->nwaiters = 0;
 	for (int k = 0; k < n; k++)
-		gather(r, l->waiters[k].stacks, l->waiters[k].reply, l->waiters[k].ctx);
+		local(r, l->waiters[k].stacks, l->waiters[k].reply, l->waiters[k].ctx);
 }
 
-static void on_status(void *arg, bool stacks, status_reply_fn reply, void *ctx)
+/* A request for this node's rows: at once when a sample is fresh, else
+ * after a second one. */
+static void on_local(void *arg, bool stacks, status_reply_fn reply, void *ctx)
 {
 	struct runner *r = arg;
 	struct live *l = r->live;
@@ -262,7 +413,7 @@ static void on_status(void *arg, bool stacks, status_reply_fn reply, void *ctx)
 
 	sampler_want(&l->sampler, LIVE_KEEP);
 	if (sampler_fresh(&l->sampler, LIVE_INTERVAL * 1.5)) {
-		gather(r, stacks, reply, ctx);
+		local(r, stacks, reply, ctx);
 		return;
 	}
 	if (l->nwaiters == l->capwaiters) {
@@ -281,6 +432,12 @@ static void on_status(void *arg, bool stacks, status_reply_fn reply, void *ctx)
 		sampler_take(&l->sampler); /* the interval's start */
 		evtimer_add(l->settle, &tv);
 	}
+}
+
+/* `slotrun status` on this node: the whole job's. */
+static void on_status(void *arg, bool stacks, status_reply_fn reply, void *ctx)
+{
+	gather(arg, stacks, reply, ctx);
 }
 
 static const struct status_server_hooks server_hooks = { .hello = hello, .status = on_status };
@@ -448,6 +605,7 @@ int live_open(struct runner *r)
 		return 2;
 	}
 	if (c->timeline && timeline_open(c->timeline) == 0) {
+		timeline_forward(forward_event, r);
 		timeline_host(c->plan->node_rank, c->host);
 		timeline_event(TL_NODE_JOIN, c->plan->node_rank, -1, l->started_us,
 			       &(struct tl_args){ .code = -1, .text = "this node" });
@@ -469,7 +627,9 @@ void live_end(struct runner *r, int code)
 		       &(struct tl_args){ .attempt = r->attempt, .code = code });
 	if (r->live->sampler_open && (r->cfg->metrics_file || path))
 		sampler_take(&r->live->sampler); /* the ranks as they ended */
-	if (path && (e = timeline_write()) < 0)
+	/* on several nodes the chief writes the job's (the others shipped
+	 * theirs to it, plane_event) */
+	if (path && (!r->cfg->plane || r->chief) && (e = timeline_write()) < 0)
 		note(r, "slotrun: --timeline %s: cannot write it: %s", path, strerror(-e));
 }
 
@@ -594,7 +754,7 @@ void live_restart(struct runner *r, int attempt, const char *why)
 		return;
 	snprintf(a.text, sizeof(a.text), "%s", why);
 	timeline_event(TL_RESTART, r->cfg->plan->node_rank, -1, timeline_now_us(), &a);
-	if (timeline_on() && (e = timeline_write()) < 0)
+	if (timeline_on() && (!r->cfg->plane || r->chief) && (e = timeline_write()) < 0)
 		note(r, "slotrun: --timeline %s: cannot write it: %s", r->cfg->timeline, strerror(-e));
 }
 

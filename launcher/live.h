@@ -73,4 +73,11 @@ int live_rows(struct runner *r, struct status_row **rows, int *n);
 /* This node's view of the job's header. */
 void live_job(struct runner *r, struct status_job *j);
 
+/* The job plane's hooks (plane.h): this node's part of a status the chief
+ * gathers (answered with plane_answer), the chief's merge of every node's
+ * part, and another node's timeline event for the chief. */
+void live_ask(struct runner *r, uint32_t id, bool stacks);
+char *live_merge(struct runner *r, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len);
+void live_event(struct runner *r, const char *json, size_t len, const char *host);
+
 #endif

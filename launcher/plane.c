@@ -13,6 +13,7 @@
 #include "plane_conn.h"
 #include "plane_int.h"
 #include "plane_member.h"
+#include "plane_query.h"
 
 #include <sodium.h>
 
@@ -160,6 +161,7 @@ void plane_close(struct plane *p)
 	if (!p)
 		return;
 	plane_conn_close_all(p);
+	plane_query_close(p);
 	plane_chief_close(p);   /* a node may have been both: it took over */
 	plane_member_close(p);
 	free_hosts(p);

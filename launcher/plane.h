@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plane_proto.h"
 
@@ -87,7 +88,23 @@ struct plane_hooks {
 	 * an unread stderr never stalls the plane and no line overtakes
 	 * another. */
 	void (*say)(void *arg, const char *line);
+	/* Seeing inside (docs/observability.md).  ask: the plane wants this
+	 * node's part of a status (stacks too when asked): answer later, on
+	 * the loop, with plane_answer(id).  merge: the chief makes the job's
+	 * whole status from the nodes' parts, docs[k] node k's (NULL: it did
+	 * not answer; missing says which did not, or ""): a malloc'd JSON
+	 * text, its length in *len.  event: the chief takes in another node's
+	 * timeline event (JSON text), from the node at host.  Any may be
+	 * NULL. */
+	void (*ask)(void *arg, uint32_t id, bool stacks);
+	char *(*merge)(void *arg, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len);
+	void (*event)(void *arg, const char *json, size_t len, const char *host);
 };
+
+/* The answer to a query: the document (malloc'd, the callee's to free; JSON
+ * text), or NULL when none came within the deadline (the chief lost, or
+ * the plane ended). */
+typedef void (*plane_doc_fn)(void *ctx, char *doc, size_t len);
 
 struct plane;
 
@@ -118,6 +135,23 @@ void plane_local_resume(struct plane *p);
 /* This node's workers are all reaped; code is what the node alone would
  * exit with. */
 void plane_local_done(struct plane *p, int code);
+
+/* The whole job's status, for `slotrun status` on this node: the chief
+ * asks every node of the round for its part (the ask hook), waits up to
+ * timeout seconds, merges them (its merge hook) and sends the document
+ * here; done gets it later on the loop (or NULL).  0, or -ENOMEM / -ENOTCONN
+ * (no chief to ask now) with done not called. */
+int plane_query(struct plane *p, bool stacks, double timeout, plane_doc_fn done, void *ctx);
+
+/* This node's part for the ask hook's id (doc: JSON text). */
+void plane_answer(struct plane *p, uint32_t id, const char *doc, size_t len);
+
+/* One timeline event of this node for the chief's --timeline (JSON text);
+ * nothing on the chief itself or without a chief. */
+void plane_event(struct plane *p, const char *json, size_t len);
+
+/* Whether this node is the chief now (an elastic job's may change). */
+bool plane_is_chief(const struct plane *p);
 
 /* Whether the job is elastic (cfg->nnodes_min < cfg->nnodes). */
 static inline bool plane_elastic(const struct plane_cfg *cfg)

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "plane_conn.h"
 #include "plane_elastic.h"
+#include "plane_query.h"
 #include "sock.h"
 
 /* Said at most this many times: a port scan must not flood stderr. */
@@ -325,6 +326,19 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 	}
 	if (c->closing) /* refused or told: it only waits for its last word */
 		return;
+	switch (m.type) { /* seeing inside: any node of the job, in any phase */
+	case PLANE_QUERY:
+		plane_query_asked(c, &m);
+		return;
+	case PLANE_PART:
+		plane_query_piece(c, &m);
+		return;
+	case PLANE_EVENT:
+		plane_query_event(c, &m);
+		return;
+	default:
+		break;
+	}
 	if (c->waiting || (p->el && plane_elastic_idle(p))) { /* elastic: no round for it now */
 		plane_elastic_frame(c, &m);
 		return;
@@ -372,6 +386,7 @@ static void on_dropped(struct conn *c)
 		p->by_node[c->node] = NULL;
 	if (p->el)
 		plane_elastic_dropped(c);
+	plane_query_dropped(c);
 }
 
 static void on_lost(struct conn *c, const char *why)

@@ -33,6 +33,8 @@ struct plane_side {
 enum member_state { M_CONNECTING, M_HELLO, M_WAITING, M_REFUSED, M_RUNNING, M_ENDED };
 
 struct plane_elastic;   /* the chief's side of an elastic job (plane_elastic.c) */
+struct pq_gather;       /* the chief's gather of a status (plane_query.c) */
+struct pq_asked;        /* a node's status query waiting for the chief's answer (plane_query.c) */
 struct plane_seek;      /* a node looking for an elastic job's chief (plane_seek.c) */
 
 struct plane {
@@ -77,6 +79,10 @@ struct plane {
 	struct plane_seek *seek;  /* elastic: where to look for the chief, or NULL */
 	struct conn *abandoned;   /* elastic: a chief given up for silence, kept open (never
 				   * read) so that it does not see us as gone: docs/job-plane.md */
+	/* status queries (plane_query.c) */
+	uint32_t next_id;
+	struct pq_gather *gathers;
+	struct pq_asked *asked;
 };
 
 /* The chief's side (plane_chief.c), for plane_elastic.c: carries out what

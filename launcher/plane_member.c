@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "plane_chief.h"
 #include "plane_conn.h"
+#include "plane_query.h"
 #include "plane_round.h"
 #include "quote.h"
 #include "sock.h"
@@ -602,6 +603,12 @@ static void obey(struct conn *c, struct plane_msg *m)
 		plane_end_job(p, m->code, &m->cause);
 		return;
 	case PLANE_PING:
+		return;
+	case PLANE_ASK:
+		plane_query_ask(p, m);
+		return;
+	case PLANE_PART:
+		plane_query_piece(c, m);
 		return;
 	default:
 		plane_conn_lost(c, "it sent a message out of turn");

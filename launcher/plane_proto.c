@@ -168,6 +168,19 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 	case PLANE_MISMATCH:
 		put_i32(&w, m->node);
 		break;
+	case PLANE_QUERY:
+	case PLANE_ASK:
+		put_u64(&w, m->id, 4);
+		put_u8(&w, m->flags);
+		break;
+	case PLANE_PART:
+		put_u64(&w, m->id, 4);
+		put_u8(&w, m->more);
+		put_str(&w, m->data, sizeof(m->data));
+		break;
+	case PLANE_EVENT:
+		put_str(&w, m->data, sizeof(m->data));
+		break;
 	case PLANE_STOP:
 		put_i32(&w, m->sig);
 		put_i32(&w, m->node);
@@ -404,6 +417,23 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 	case PLANE_RESUME:
 	case PLANE_MISMATCH:
 		m->node = get_i32(r);
+		return 0;
+	case PLANE_QUERY:
+	case PLANE_ASK:
+		m->id = (uint32_t)get_u64(r, 4);
+		m->flags = (unsigned)get_u64(r, 1);
+		return m->flags & ~PLANE_Q_STACKS ? -EPROTO : 0;
+	case PLANE_PART: {
+		unsigned more;
+
+		m->id = (uint32_t)get_u64(r, 4);
+		more = (unsigned)get_u64(r, 1);
+		get_str(r, m->data, sizeof(m->data));
+		m->more = more;
+		return more > 1 ? -EPROTO : 0;
+	}
+	case PLANE_EVENT:
+		get_str(r, m->data, sizeof(m->data));
 		return 0;
 	case PLANE_STOP:
 		m->sig = get_i32(r);

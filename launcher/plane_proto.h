@@ -73,8 +73,20 @@ enum plane_type {
 	PLANE_MISMATCH,   /* chief -> node, unauthenticated: node: the job secrets differ and
 			   * the join ends; node is the one whose secret is the odd one (0:
 			   * the chief's) */
-	PLANE_TYPE_LAST = PLANE_MISMATCH
+	PLANE_QUERY,      /* node -> chief: id, flags: the whole job's status, please (slotrun
+			   * status on this node) */
+	PLANE_ASK,        /* chief -> node: id, flags: this node's part of a status */
+	PLANE_PART,       /* either way: id, more, data: a piece of a document (a node's
+			   * part for ASK, the job's whole status for QUERY) */
+	PLANE_EVENT,      /* node -> chief: data: one event for the chief's --timeline */
+	PLANE_TYPE_LAST = PLANE_EVENT
 };
+
+/* A document a PART carries is cut into pieces of at most this many bytes
+ * (JSON text: no NUL). */
+#define PLANE_PIECE_MAX 16000
+/* QUERY's and ASK's flags. */
+#define PLANE_Q_STACKS 1u
 
 /* A slotrun's id: random, fresh for every slotrun, so that the chief of an
  * elastic job tells a node that comes back (after a failover) from a new
@@ -139,6 +151,10 @@ struct plane_msg {
 					       * SIGNAL, PAUSE; RESUME, MISMATCH (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
 	struct plane_round_info round;        /* START */
+	uint32_t id;                          /* QUERY, ASK, PART */
+	unsigned flags;                       /* QUERY, ASK: PLANE_Q_* */
+	bool more;                            /* PART: more pieces follow */
+	char data[PLANE_PIECE_MAX + 1];       /* PART, EVENT */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT; STOP_REQ, SIGNAL_REQ: why, if
 					       * not the signal alone (or ""); END: why no round
 					       * follows, in an elastic job (or "") */

@@ -548,6 +548,7 @@ static void plane_start(void *arg, const struct plane_round_info *ri)
 		     ri->round);
 	r->attempt = ri->restarts;
 	r->round = ri->round;
+	r->chief = plane_is_chief(r->plane);
 	if (runner_elastic(r))
 		add_round(r, ri);
 	live_nodes_joined(r, ri->nnodes);
@@ -607,9 +608,25 @@ static void plane_say(void *arg, const char *line)
 	note(r, "%s", line);
 }
 
+static void plane_ask(void *arg, uint32_t id, bool stacks)
+{
+	live_ask(arg, id, stacks);
+}
+
+static char *plane_merge(void *arg, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len)
+{
+	return live_merge(arg, docs, lens, n, missing, len);
+}
+
+static void plane_event_in(void *arg, const char *json, size_t len, const char *host)
+{
+	live_event(arg, json, len, host);
+}
+
 static const struct plane_hooks plane_hooks = {
 	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
-	.end = plane_end, .pause = plane_pause, .say = plane_say,
+	.end = plane_end, .pause = plane_pause, .say = plane_say, .ask = plane_ask, .merge = plane_merge,
+	.event = plane_event_in,
 };
 
 /* ---- runner_run, in steps ---- */

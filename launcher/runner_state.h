@@ -75,6 +75,7 @@ struct runner {
 	struct plane_cause *history; /* the root cause of every attempt before this one */
 	bool fresh;                  /* the workers' state was reset for the next start */
 	int round;                   /* the job plane's round running or run last (0: none) */
+	bool chief;                  /* several nodes: this node was the chief in its last round */
 	struct sum_round *rounds;    /* elastic: every round this node took part in */
 	int nrounds;
 	struct event *backoff;       /* one node: the wait before the next attempt */

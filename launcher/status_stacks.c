@@ -5,20 +5,51 @@
 #include <event2/event.h>
 #include <stdlib.h>
 
+#include "clock.h"
+#include "stacks.h"
+
+/* Each process is given this long, so that one stuck rank leaves time for
+ * the others. */
+#define PROC_TIME 2.0
+
 struct status_stacks {
 	struct event *ev;
-	json_t *stacks;
+	struct stacks_job *job;
+	int n;
+	int *node, *rank;
+	pid_t *pid;
 	void (*done)(void *arg, json_t *stacks);
 	void *arg;
 };
 
+/* What the collection found, one entry per rank. */
+static json_t *entries(const struct status_stacks *h, const struct stacks *s)
+{
+	json_t *a = json_array();
+
+	for (int i = 0; a && i < h->n; i++) {
+		char *text = s ? stacks_text(s, &(struct stacks_text_opts){ .root = i }) : NULL;
+		const char *error = !s ? "stacks: out of memory" : h->pid[i] <= 0 ? "not running" :
+				    !text ? "stacks: out of memory" : !text[0] ? "stacks: nothing taken in time" : NULL;
+
+		json_array_append_new(a, json_pack("{s:i, s:i, s:I, s:s}", "node", h->node[i], "rank", h->rank[i],
+						   "pid", (json_int_t)h->pid[i], error ? "error" : "text",
+						   error ? error : text));
+		free(text);
+	}
+	return a;
+}
+
 static void on_ready(evutil_socket_t fd, short what, void *arg)
 {
 	struct status_stacks *h = arg;
-	json_t *stacks = h->stacks;
+	struct stacks *s = stacks_end(h->job);
 
-	h->stacks = NULL;
-	h->done(h->arg, stacks);
+	(void)fd;
+	(void)what;
+	h->job = NULL;
+	h->done(h->arg, entries(h, s));
+	stacks_free(s);
 	status_stacks_cancel(h);
 }
 
@@ -26,23 +57,33 @@ int status_stacks_start(struct status_stacks **hp, struct event_base *base, cons
 			double deadline, void (*done)(void *arg, json_t *stacks), void *arg)
 {
 	struct status_stacks *h = calloc(1, sizeof(*h));
-	struct timeval now = { 0, 0 };
+	struct stacks_opts o = { .deadline = clock_mono() + deadline, .proc_time = PROC_TIME, .descendants = true };
+	int e = -ENOMEM;
 
-	(void)deadline;
 	*hp = NULL;
-	if (!h || !(h->stacks = json_array()) || !(h->ev = evtimer_new(base, on_ready, h))) {
-		status_stacks_cancel(h);
-		return -ENOMEM;
+	if (!h || !(h->node = calloc((size_t)n + 1, sizeof(int))) || !(h->rank = calloc((size_t)n + 1, sizeof(int))) ||
+	    !(h->pid = calloc((size_t)n + 1, sizeof(pid_t))))
+		goto fail;
+	h->n = n;
+	for (int i = 0; i < n; i++) {
+		h->node[i] = rows[i].node;
+		h->rank[i] = rows[i].rank;
+		h->pid[i] = rows[i].up ? rows[i].pid : 0;
 	}
-	for (int i = 0; i < n; i++)
-		json_array_append_new(h->stacks, json_pack("{s:i, s:i, s:I, s:s}", "node", rows[i].node, "rank",
-							   rows[i].rank, "pid", (json_int_t)rows[i].pid, "error",
-							   "stacks: not available in this build"));
+	if ((e = stacks_start(&h->job, h->pid, n, &o)) < 0)
+		goto fail;
+	if (!(h->ev = event_new(base, stacks_fd(h->job), EV_READ, on_ready, h))) {
+		e = -ENOMEM;
+		goto fail;
+	}
 	h->done = done;
 	h->arg = arg;
-	evtimer_add(h->ev, &now);
+	event_add(h->ev, NULL);
 	*hp = h;
 	return 0;
+fail:
+	status_stacks_cancel(h);
+	return e;
 }
 
 void status_stacks_cancel(struct status_stacks *h)
@@ -51,6 +92,10 @@ void status_stacks_cancel(struct status_stacks *h)
 		return;
 	if (h->ev)
 		event_free(h->ev);
-	json_decref(h->stacks);
+	if (h->job)
+		stacks_free(stacks_end(h->job));
+	free(h->node);
+	free(h->rank);
+	free(h->pid);
 	free(h);
 }

@@ -1,17 +1,11 @@
 // SPDX-License-Identifier: MIT
 /* `slotrun status --stacks`: every rank's stacks, taken without stopping
- * the job.  This is the seam for the stack collector (native frames
- * through libdw, Python frames for CPython workers): this build has none,
- * and every rank's entry says "stacks: not available in this build".
- *
- * The contract a collector fills: status_stacks_start is called on the
- * runner's loop with this node's rows (their pids are the ranks'
- * commands); it must not block the loop (a collection takes seconds: do
- * it beside the loop, as diag.c does, bounded by deadline) and calls
- * done(arg, stacks) once, later on the loop, with a JSON array (the
- * callee takes the reference) holding per rank {"node", "rank", "pid",
- * "text"} (frames, one per line) or {"node", "rank", "pid", "error"}.
- * status_table.c renders either. */
+ * the job (stacks.h: each thread held only while it is copied; native
+ * frames through libdw, Python frames for CPython 3.11 workers), beside
+ * the loop and bounded by a deadline.  done(arg, stacks) comes once, later
+ * on the loop, with a JSON array (the callee takes the reference) holding
+ * per rank {"node", "rank", "pid", "text"} (frames, one per line) or
+ * {"node", "rank", "pid", "error"}; status_table.c renders either. */
 #ifndef SLOTRUN_STATUS_STACKS_H
 #define SLOTRUN_STATUS_STACKS_H
 

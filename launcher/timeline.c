@@ -58,14 +58,27 @@ void timeline_add(const struct tl_event *e)
 	tl.ev[tl.n++] = *e;
 }
 
+static void (*forward)(void *arg, const struct tl_event *e);
+static void *forward_arg;
+
+void timeline_forward(void (*fn)(void *arg, const struct tl_event *e), void *arg)
+{
+	forward = fn;
+	forward_arg = arg;
+}
+
 void timeline_event(enum tl_kind kind, int node, int rank, int64_t wall_us, const struct tl_args *args)
 {
 	struct tl_event e = { .kind = kind, .node = node, .rank = rank, .wall_us = wall_us,
 			      .a = { .code = -1 } };
 
+	if (!timeline_on())
+		return;
 	if (args)
 		e.a = *args;
 	timeline_add(&e);
+	if (forward)
+		forward(forward_arg, &e);
 }
 
 int timeline_events(const struct tl_event **ev)
@@ -113,4 +126,6 @@ void timeline_close(void)
 	free(tl.ev);
 	free(tl.path);
 	memset(&tl, 0, sizeof(tl));
+	forward = NULL;
+	forward_arg = NULL;
 }

@@ -34,6 +34,11 @@ void timeline_event(enum tl_kind kind, int node, int rank, int64_t wall_us, cons
 /* Records an event as another node sent it. */
 void timeline_add(const struct tl_event *e);
 
+/* Every event recorded from now on (timeline_event's, not timeline_add's)
+ * also goes to fn: a node that is not the chief ships its events there.
+ * fn NULL: none. */
+void timeline_forward(void (*fn)(void *arg, const struct tl_event *e), void *arg);
+
 /* The events recorded so far (for shipping them): *ev borrowed until the
  * next call.  Returns how many. */
 int timeline_events(const struct tl_event **ev);

@@ -124,17 +124,26 @@ def watch_refreshes_until_the_job_ends():
 
 
 @case
-def stacks_go_through_their_seam():
+def stacks_of_every_rank_without_stopping_the_job():
+    """--stacks: each rank's threads with their native frames (sleep sleeps in
+    clock_nanosleep), taken while the job runs on: it still answers, and
+    nothing is left traced or stopped."""
     xdg = runtime("stacks")
-    p = start(xdg, "exec sleep 60", slots=2)
+    p = start(xdg, 'echo up; exec sleep 60', slots=2)
     wait_for(lambda: os.path.exists(sock_of(xdg, p)), 10, "the status socket")
+    p.wait_line("[rank=1] up", timeout=20)
     code, out, err = status(xdg, "--stacks")
     assert code == 0, err
     text = out.decode()
     assert "\nstacks:\n" in text, text
-    assert text.count(": stacks: not available in this build") == 2, text
+    assert text.count("nanosleep") >= 2, text
     doc = status_json(xdg, "--stacks")
     assert [s["rank"] for s in doc["stacks"]] == [0, 1], doc["stacks"]
+    assert all("text" in s and "(sleep)" in s["text"] for s in doc["stacks"]), doc["stacks"]
+    for s in doc["stacks"]:
+        with open(f"/proc/{s['pid']}/status") as f:
+            st = f.read()
+        assert "\nTracerPid:\t0\n" in st and "\nState:\tt" not in st and "\nState:\tT" not in st, st
     assert stop(p) == 143
 
 
