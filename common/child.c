@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdnoreturn.h>
+#include <sched.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -77,20 +79,97 @@ pid_t child_fork_pipe(int p[2])
 	return -e;
 }
 
+/* The child's stack.  It runs in our memory (CLONE_VM) until it execs, so
+ * it needs a stack of its own; one mapping is kept from start to start,
+ * so that its pages fault in once and not once a child, and grown when an
+ * argv needs more: execvp runs a script without #! through /bin/sh with
+ * a copy of argv on the stack, as posix_spawn allows for.  A PROT_NONE
+ * page below it turns an overflow into the child's SIGSEGV rather than a
+ * write into our memory. */
+#define CHILD_STACK_MIN (64 * 1024)
+
+static struct {
+	char *base;   /* the mapping, its lowest page the guard page */
+	size_t size;  /* with the guard page */
+} stack;
+
+static int stack_for(char *const *argv, char **top)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = 0, want;
+	char *base;
+
+	while (argv[argc])
+		argc++;
+	want = CHILD_STACK_MIN + (argc + 2) * sizeof(char *) + page;
+	want = (want + page - 1) / page * page;
+	if (stack.size < want) {
+		base = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
+			    -1, 0);
+		if (base == MAP_FAILED)
+			return -errno;
+		if (mprotect(base, page, PROT_NONE) < 0) {
+			int e = errno;
+
+			munmap(base, want);
+			return -e;
+		}
+		if (stack.base)
+			munmap(stack.base, stack.size);
+		stack.base = base;
+		stack.size = want;
+	}
+	*top = stack.base + stack.size; /* page-aligned, so 16-byte aligned */
+	return 0;
+}
+
+struct start {
+	const struct child_spec *s;
+	pid_t parent;
+	int report_w;
+};
+
+static int child_main(void *arg)
+{
+	const struct start *st = arg;
+
+	child(st->s, st->parent, st->report_w);
+}
+
 int child_start(const struct child_spec *s, pid_t *pid, int *report_fd)
 {
-	pid_t parent = getpid();
-	int p[2];
+	struct start st = { .s = s, .parent = getpid() };
+	sigset_t all, old;
+	char *top = NULL;
+	int p[2], e;
 
-	*pid = child_fork_pipe(p);
-	if (*pid < 0)
-		return (int)*pid;
-	if (*pid == 0)
-		child(s, parent, p[1]);
-	/* Both sides set the group, so signals sent right after fork already
-	 * reach it whichever side runs first. */
-	(void)setpgid(*pid, *pid);
+	if ((e = stack_for(s->argv, &top)) < 0)
+		return e;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -errno;
+	st.report_w = p[1];
+	/* No handler may run in the child while it shares our memory: every
+	 * signal is blocked across the clone, and the child sets the
+	 * program's mask just before exec, once its handled signals are back
+	 * at their defaults. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	/* CLONE_VFORK: we go on once the child has exec'd or exited, so
+	 * nothing of ours changes under it; CLONE_VM: no copy of our page
+	 * tables and no copy-on-write faults on either side, which is most
+	 * of what a fork of a large process costs. */
+	*pid = clone(child_main, top, CLONE_VM | CLONE_VFORK | SIGCHLD, &st);
+	e = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(p[1]);
+	if (*pid < 0) {
+		close(p[0]);
+		return -e;
+	}
+	/* The child set its group before it exec'd.  Setting it here too
+	 * covers a clone that did not wait (valgrind runs it as a fork), so
+	 * that signals sent right after already reach the group; after the
+	 * exec it fails harmlessly. */
+	(void)setpgid(*pid, *pid);
 	*report_fd = p[0];
 	return 0;
 }

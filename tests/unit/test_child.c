@@ -284,3 +284,67 @@ LEAK_TEST_OPTS(child, missing_interpreter_fails_the_exec_with_enoent, .timeout =
 	cr_assert_eq(unlink(path), 0);
 	cr_assert_eq(rmdir(dir), 0);
 }
+
+/* child_start returns once the child has exec'd: it already runs the
+ * program (a fork would still be our copy for a while). */
+LEAK_TEST_OPTS(child, start_returns_after_the_exec, .timeout = 10)
+{
+	char *argv[] = { "/bin/sleep", "30", NULL };
+	char path[64], exe[256], want[256];
+	int report, err = 0, status;
+	sigset_t none;
+	pid_t pid;
+	ssize_t n;
+	struct child_spec s;
+
+	cr_assert_not_null(realpath("/bin/sleep", want));
+	sigemptyset(&none);
+	s = (struct child_spec){ .path = argv[0], .argv = argv, .mask = &none, .stdio = { -1, -1, -1 } };
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(child_start(&s, &pid, &report), 0);
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		cr_assert_gt(n, 0);
+		exe[n] = '\0';
+		cr_assert_str_eq(exe, want, "the child runs sleep when child_start returns");
+		cr_assert_eq(child_read_report(report, &err), CHILD_OK);
+		cr_assert_eq(kill(pid, SIGKILL), 0);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+}
+
+/* A file without #! goes through /bin/sh (execvp's fallback), which copies
+ * argv onto the child's stack: a long one must fit on it. */
+LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout = 30)
+{
+	enum { N = 60000 };
+	char dir[] = "/tmp/test_child.XXXXXX", path[64], buf[64] = "";
+	char **argv = calloc(N + 1, sizeof(char *));
+	int report, err = 0, status, p[2];
+	sigset_t none;
+	pid_t pid;
+	struct child_spec s;
+
+	cr_assert_not_null(argv);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	write_file(path, "echo $#\n", 0755);
+	argv[0] = path;
+	for (int i = 1; i < N; i++)
+		argv[i] = "x";
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	sigemptyset(&none);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	close(p[1]);
+	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
+	cr_assert_gt(read(p[0], buf, sizeof(buf) - 1), 0);
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	cr_assert_eq(atoi(buf), N - 1, "%s", buf);
+	free(argv);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+}
