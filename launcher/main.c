@@ -103,10 +103,12 @@ static void hold_std_fds(void)
 		close(fd);
 }
 
-/* Each worker holds up to five fds in slotrun (two pipes' read ends, its
- * two log files, the exec report while it starts); slotrun itself about
- * 24 (std streams, libevent, /dev/null, topology) and one per other node
- * on the chief.  Raise the soft limit to the hard one when short (workers
+/* Each worker holds up to five fds in slotrun (its stdout's and stderr's
+ * pipes, the pipe its wrap_rank tells its command's pid on, its two log
+ * files); slotrun itself about 24 (std streams, libevent, /dev/null,
+ * topology, and the few a worker's start holds for a moment: workers.c
+ * reads each exec report before the next start) and one per other node on
+ * the chief.  Raise the soft limit to the hard one when short (workers
  * get the original back), and say clearly when even that is too few. */
 static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
 {
