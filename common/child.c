@@ -15,6 +15,16 @@
 #include "io.h"
 #include "quote.h"
 
+#ifdef SLOTRUN_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/* What runs in the child before its exec is not instrumented by ASan: its
+ * stack is not the one ASan knows, so the check before a noreturn call
+ * (_exit) would warn on the worker's stderr, and the redzones it poisons
+ * would outlive the child in the shared shadow memory. */
+#define CHILD_SIDE __attribute__((no_sanitize("address")))
+
 extern char **environ;
 
 struct report {
@@ -22,7 +32,7 @@ struct report {
 	int err;
 };
 
-static noreturn void fail(int fd, enum child_stage stage, int err)
+static CHILD_SIDE noreturn void fail(int fd, enum child_stage stage, int err)
 {
 	struct report rep = { stage, err };
 
@@ -31,7 +41,7 @@ static noreturn void fail(int fd, enum child_stage stage, int err)
 }
 
 /* Runs in the child only; never returns. */
-static noreturn void child(const struct child_spec *s, pid_t parent, int report_w)
+static CHILD_SIDE noreturn void child(const struct child_spec *s, pid_t parent, int report_w)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	int e;
@@ -119,6 +129,11 @@ static int stack_for(char *const *argv, char **top)
 		stack.size = want;
 	}
 	*top = stack.base + stack.size; /* page-aligned, so 16-byte aligned */
+#ifdef SLOTRUN_ASAN
+	/* A prepare step that is instrumented may leave poisoned redzones
+	 * behind on this stack; the next child starts on a clean one. */
+	ASAN_UNPOISON_MEMORY_REGION(stack.base + page, stack.size - page);
+#endif
 	return 0;
 }
 
@@ -128,7 +143,7 @@ struct start {
 	int report_w;
 };
 
-static int child_main(void *arg)
+static CHILD_SIDE int child_main(void *arg)
 {
 	const struct start *st = arg;
 

@@ -110,7 +110,7 @@ int main(int argc, char **argv)
 	 * nothing past the options), and its handlers would fault in four
 	 * pages in a program started once per rank.  A sanitizer checks for
 	 * leaks at exit, so that build exits normally. */
-#ifndef __SANITIZE_ADDRESS__
+#ifndef SLOTRUN_ASAN
 	_exit(code);
 #endif
 	return code;
