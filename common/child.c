@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdnoreturn.h>
 #include <sched.h>
 #include <string.h>
@@ -40,8 +42,83 @@ static CHILD_SIDE noreturn void fail(int fd, enum child_stage stage, int err)
 	_exit(stage == CHILD_EXEC ? (err == ENOENT ? 127 : 126) : 1);
 }
 
-/* Runs in the child only; never returns. */
-static CHILD_SIDE noreturn void child(const struct child_spec *s, pid_t parent, int report_w)
+/* execve, and for a file the kernel cannot run (ENOEXEC: no #!, not ELF)
+ * /bin/sh with it, as POSIX asks of execvp.  Returns with errno set. */
+static CHILD_SIDE void exec_or_sh(const char *path, char *const *argv, char *const *envp)
+{
+	size_t argc = 0;
+
+	execve(path, argv, envp);
+	if (errno != ENOEXEC)
+		return;
+	while (argv[argc])
+		argc++;
+	{
+		/* on the child's stack, which child_start sized for argv */
+		char *sh_argv[argc + 2];
+
+		sh_argv[0] = "/bin/sh";
+		sh_argv[1] = (char *)path;
+		for (size_t i = 1; i <= argc; i++)
+			sh_argv[i + 1] = argv[i];
+		execve("/bin/sh", sh_argv, envp);
+		errno = ENOEXEC; /* the file's failure, not the shell's */
+	}
+}
+
+/* execvp's search, done here rather than by the C library (their
+ * fallbacks differ: musl runs no file without #! through /bin/sh), and
+ * without allocation: each entry of path (the caller's PATH) in turn; a
+ * file that is there but cannot be run (EACCES) is remembered and the
+ * search goes on.  Returns with errno set. */
+static CHILD_SIDE void exec_search(const char *file, const char *path, char *const *argv,
+				   char *const *envp)
+{
+	const char *p, *end;
+	size_t flen = strlen(file);
+	bool eacces = false;
+	char buf[4096];
+
+	if (!*file) {
+		errno = ENOENT;
+		return;
+	}
+	if (strchr(file, '/')) {
+		exec_or_sh(file, argv, envp);
+		return;
+	}
+	for (p = path;; p = end + 1) {
+		size_t dlen;
+
+		end = strchrnul(p, ':');
+		dlen = (size_t)(end - p);
+		if (dlen + 1 + flen < sizeof(buf)) {
+			/* an empty entry is the current folder */
+			memcpy(buf, p, dlen);
+			buf[dlen] = dlen ? '/' : '\0';
+			memcpy(buf + (dlen ? dlen + 1 : 0), file, flen + 1);
+			exec_or_sh(buf, argv, envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				break;
+			case ENOENT: case ENOTDIR: case ENAMETOOLONG: case ESTALE: case ENODEV:
+			case ETIMEDOUT: case ELOOP:
+				break;
+			default:
+				return; /* it is there, and could not run: say why */
+			}
+		}
+		if (!*end)
+			break;
+	}
+	errno = eacces ? EACCES : ENOENT;
+}
+
+/* Runs in the child only; never returns.  path: PATH, looked up by the
+ * parent. */
+static CHILD_SIDE noreturn void child(const struct child_spec *s, pid_t parent, const char *path,
+				      int report_w)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 	int e;
@@ -65,11 +142,9 @@ static CHILD_SIDE noreturn void child(const struct child_spec *s, pid_t parent, 
 			fail(report_w, CHILD_SETUP, errno);
 	sigprocmask(SIG_SETMASK, s->mask, NULL);
 	if (s->path)
-		execve(s->path, s->argv, s->envp ? s->envp : environ);
-	else if (s->envp)
-		execvpe(s->argv[0], s->argv, s->envp);
+		exec_or_sh(s->path, s->argv, s->envp ? s->envp : environ);
 	else
-		execvp(s->argv[0], s->argv);
+		exec_search(s->argv[0], path, s->argv, s->envp ? s->envp : environ);
 	fail(report_w, CHILD_EXEC, errno);
 }
 
@@ -140,6 +215,7 @@ static int stack_for(char *const *argv, char **top)
 struct start {
 	const struct child_spec *s;
 	pid_t parent;
+	const char *path;   /* PATH, or CHILD_DEFAULT_PATH */
 	int report_w;
 };
 
@@ -147,12 +223,12 @@ static CHILD_SIDE int child_main(void *arg)
 {
 	const struct start *st = arg;
 
-	child(st->s, st->parent, st->report_w);
+	child(st->s, st->parent, st->path, st->report_w);
 }
 
 int child_start(const struct child_spec *s, pid_t *pid, int *report_fd)
 {
-	struct start st = { .s = s, .parent = getpid() };
+	struct start st = { .s = s, .parent = getpid(), .path = getenv("PATH") };
 	sigset_t all, old;
 	char *top = NULL;
 	int p[2], e;
@@ -162,6 +238,8 @@ int child_start(const struct child_spec *s, pid_t *pid, int *report_fd)
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -errno;
 	st.report_w = p[1];
+	if (!st.path)
+		st.path = CHILD_DEFAULT_PATH;
 	/* No handler may run in the child while it shares our memory: every
 	 * signal is blocked across the clone, and the child sets the
 	 * program's mask just before exec, once its handled signals are back

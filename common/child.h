@@ -37,6 +37,12 @@
 
 enum child_stage { CHILD_OK, CHILD_SETUP, CHILD_PREPARE, CHILD_EXEC };
 
+/* Where a command is looked up when PATH is not set (slotrun's checks use
+ * the same). */
+#define CHILD_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* The program runs as execvp would run it, whatever the C library: a file
+ * the kernel cannot run (no #!, not ELF) runs under /bin/sh. */
 struct child_spec {
 	const char *path;              /* execve'd; NULL: argv[0] looked up in PATH */
 	char *const *argv;

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -346,5 +347,63 @@ LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout =
 	cr_assert_eq(atoi(buf), N - 1, "%s", buf);
 	free(argv);
 	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+}
+
+/* The PATH search is execvp's whatever the C library: an entry whose file
+ * cannot be run is passed over (and said when nothing else runs), and a
+ * file without #! runs under /bin/sh. */
+LEAK_TEST_OPTS(child, path_search_passes_over_what_cannot_run_and_runs_scripts_without_shebang,
+	       .timeout = 10)
+{
+	char dir[] = "/tmp/test_child.XXXXXX", a[64], b[64], pa[80], pb[80], path[160];
+	char *argv[] = { "prog", "arg1", NULL }, buf[64] = "";
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	int report, err = 0, status, p[2];
+	sigset_t none;
+	pid_t pid;
+	struct child_spec s;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	cr_assert_eq(mkdir(a, 0755), 0);
+	cr_assert_eq(mkdir(b, 0755), 0);
+	snprintf(pa, sizeof(pa), "%s/prog", a);
+	snprintf(pb, sizeof(pb), "%s/prog", b);
+	write_file(pa, "echo from-a\n", 0644);          /* there, not executable */
+	write_file(pb, "echo from-b \"$1\"\n", 0755);   /* no #! */
+	sigemptyset(&none);
+
+	snprintf(path, sizeof(path), "/nonexistent:%s:%s", a, b);
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	close(p[1]);
+	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
+	cr_assert_gt(read(p[0], buf, sizeof(buf) - 1), 0);
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert_str_eq(buf, "from-b arg1\n");
+
+	snprintf(path, sizeof(path), "%s:/nonexistent", a);  /* only the one that cannot run */
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, -1, -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	cr_assert_eq(child_read_report(report, &err), CHILD_EXEC);
+	cr_assert_eq(err, EACCES);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 126);
+
+	if (old)
+		setenv("PATH", old, 1);
+	else
+		unsetenv("PATH");
+	free(old);
+	cr_assert_eq(unlink(pa), 0);
+	cr_assert_eq(unlink(pb), 0);
+	cr_assert_eq(rmdir(a), 0);
+	cr_assert_eq(rmdir(b), 0);
 	cr_assert_eq(rmdir(dir), 0);
 }
