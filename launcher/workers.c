@@ -247,9 +247,10 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 		w->pid = 0;
 		return e;
 	}
-	/* Ready at once (spawn_start returns once the child has exec'd or
-	 * failed), so no report pipe stays open: 512 slots hold 512 fewer
-	 * fds while they start. */
+	/* Known by now: spawn_start returns once the child has exec'd or
+	 * failed (the read waits at most for the exec to close the pipe).  So
+	 * no report pipe stays open: 512 slots hold 512 fewer fds while they
+	 * start. */
 	*stage = spawn_read_report(report, err);
 	return 0;
 }
