@@ -315,6 +315,30 @@ LEAK_TEST_OPTS(child, start_returns_after_the_exec, .timeout = 10)
 	}
 }
 
+/* Starts argv (looked up in PATH) with its stdout into buf (len bytes, NUL
+ * ended), which must exec; returns its wait status. */
+static int run_for_output(char **argv, char *buf, size_t len)
+{
+	int report, err = 0, status, p[2];
+	sigset_t none;
+	pid_t pid;
+	ssize_t n;
+	struct child_spec s;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	sigemptyset(&none);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	close(p[1]);
+	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
+	n = read(p[0], buf, len - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 /* A file without #! goes through /bin/sh (execvp's fallback), which copies
  * argv onto the child's stack: a long one must fit on it. */
 LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout = 30)
@@ -322,10 +346,7 @@ LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout =
 	enum { N = 60000 };
 	char dir[] = "/tmp/test_child.XXXXXX", path[64], buf[64] = "";
 	char **argv = calloc(N + 1, sizeof(char *));
-	int report, err = 0, status, p[2];
-	sigset_t none;
-	pid_t pid;
-	struct child_spec s;
+	int status;
 
 	cr_assert_not_null(argv);
 	cr_assert_not_null(mkdtemp(dir));
@@ -334,15 +355,7 @@ LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout =
 	argv[0] = path;
 	for (int i = 1; i < N; i++)
 		argv[i] = "x";
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	sigemptyset(&none);
-	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
-	cr_assert_eq(child_start(&s, &pid, &report), 0);
-	close(p[1]);
-	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
-	cr_assert_gt(read(p[0], buf, sizeof(buf) - 1), 0);
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	status = run_for_output(argv, buf, sizeof(buf));
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
 	cr_assert_eq(atoi(buf), N - 1, "%s", buf);
 	free(argv);
@@ -359,7 +372,7 @@ LEAK_TEST_OPTS(child, path_search_passes_over_what_cannot_run_and_runs_scripts_w
 	char dir[] = "/tmp/test_child.XXXXXX", a[64], b[64], pa[80], pb[80], path[160];
 	char *argv[] = { "prog", "arg1", NULL }, buf[64] = "";
 	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
-	int report, err = 0, status, p[2];
+	int report, err = 0, status;
 	sigset_t none;
 	pid_t pid;
 	struct child_spec s;
@@ -377,14 +390,7 @@ LEAK_TEST_OPTS(child, path_search_passes_over_what_cannot_run_and_runs_scripts_w
 
 	snprintf(path, sizeof(path), "/nonexistent:%s:%s", a, b);
 	cr_assert_eq(setenv("PATH", path, 1), 0);
-	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
-	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
-	cr_assert_eq(child_start(&s, &pid, &report), 0);
-	close(p[1]);
-	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
-	cr_assert_gt(read(p[0], buf, sizeof(buf) - 1), 0);
-	close(p[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	(void)run_for_output(argv, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "from-b arg1\n");
 
 	snprintf(path, sizeof(path), "%s:/nonexistent", a);  /* only the one that cannot run */
