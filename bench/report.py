@@ -164,6 +164,42 @@ from 52 to 108 ms.  The alternatives to a guard cost alike and little next to
 starting a worker: a cgroup's mkdir, join, `cgroup.kill` and rmdir, or
 `clone(CLONE_NEWPID)` and a wait, each took a few milliseconds.
 
+**What a rank costs, and the floor.**  On this VM a page fault costs 25 to 90
+us and a `cpuid` (which glibc's start-up runs some thirty times) 8 us to far
+more, both traps to the hypervisor; so page faults (`perf stat -e
+page-faults`, `perf record -e page-faults -d`) told where launch time went.
+On 2026-11-27 (load average 20 to 120 from other tenants) `slotrun --slots 8 --
+/bin/true` took 2150 page faults in all, against 670 for the floor (`sh`
+starting 8 `/bin/true`: about 60 for sh, then 21 for each fork before its exec
+and 48 for each `/bin/true`).  Per rank: slotrun's fork of itself (29
+copy-on-write faults in the child before its exec, as many again in slotrun),
+wrap_rank's dynamic linking (88 faults in the wrap_rank process), the guard's
+fork (12) and its fork of the command (24 before the exec).  Each was cut in
+turn, page faults of the 8-slot launch in all: starting programs with a
+vfork-style clone instead of fork (no copy of the page tables, no
+copy-on-write; slotrun and the guard) 2150 to 1508; wrap_rank a glibc static
+PIE 1508 to 1020; its `_exit` and the worker's fields before its buffers 1020
+to 964; wrap_rank against musl (5 faults to start an empty program against
+27 for static glibc, and no `cpuid`) 965 to 765, against 686 for the floor.
+In CPU time, the same alternating runs: `wrap_rank 0 -- raw` (raw: a command
+without libc)
+16.5 ms with the dynamic wrap_rank, 9.2 static glibc, 6.9 musl; the 8-slot
+launch 2.8 times the floor's CPU before, 1.35 after.  What is left, from runs
+of each part in turn on the loaded VM (CPU, so only roughly): the floor is
+about 6 ms for sh and then 10 ms a rank (5.4 for the fork, the exec of a
+program and its exit, 4.7 for `/bin/true`'s glibc start); slotrun adds about
+8 ms once (its own start: six shared libraries, hwloc's topology, the loop,
+the reports folder, `/dev/kmsg`) and 2.4 ms a rank (the exec of wrap_rank,
+the fork of the guard, and their exits).  Each is a guarantee's price: the
+guard is a process because wrap_rank must exit when its command does (slotrun
+learns the rank's end from it) while what the command left running needs a
+holder that outlives wrap_rank and still sees slotrun's death; wrap_rank is a
+program of its own and not a fork of slotrun, which would copy slotrun's page
+tables again.  Binding each rank (`--bind` against `--bind none`) cost nothing
+measurable.  Linking slotrun's libevent, jansson, libsodium and hwloc
+statically saved 20 page faults (about 1 ms) of its start in a trial, against
+Debian's policy for libraries; not done.
+
 **wrap_rank's ceiling.**  Its contract caps its throughput: every write is whole
 lines of at most PIPE_BUF (4 KiB), so that ranks sharing a pipe never
 interleave within a line, while `cat` writes 128 KiB at a time, and three
@@ -263,22 +299,54 @@ def readme_nodes(N):
     return out + [""]
 
 
+FLOOR_TEXT = "floor: `sh -c` starting {n} `/bin/true` in the background, then `wait`"
+
+
 def readme_launch(L):
     ours = "slotrun --slots 8"
     out = ["## slotrun: launch, teardown, memory", "",
-           f"`bench/launch_teardown.py`, median of {L.get('runs', '?')} runs.  Launch: 8 workers "
-           "running `/bin/true`, from start to exit.  Teardown: from rank 0's `exit 1` to the "
-           "launcher's exit while 7 ranks sleep.  Memory: the launcher's peak RSS with 8 workers.  "
-           "Ratio: the baseline's figure over slotrun's (above 1: slotrun is faster or smaller).", "",
-           "| figure | contender | value | baseline / slotrun |", "|---|---|---:|---:|"]
-    for key, what, unit, fmt in (("launch_ms", "launch", "ms", "{:.1f}"),
-                                 ("teardown_ms", "teardown", "ms", "{:.1f}"),
+           "`bench/launch_teardown.py`.  Launch: N workers running `/bin/true`, from the launcher's "
+            "start to its exit, against the floor: one small launcher process that forks and execs "
+            "`/bin/true` N times and waits, which no launcher can undercut.  The contenders take turns, "
+            "run after run; medians of the wall time and of the CPU time (user + system) the whole "
+            "process tree used.  Ratio: the contender's figure over the floor's (1.00 is the floor; "
+            "the lower the better)."
+            + (f"  `(before)`: slotrun built from {L['before']}, in the same turns." if L.get("before") else "")
+            + (f"  1-minute load average {L['load_before']:.2f} before the launches, {L['load_after']:.2f} "
+               "after." if "load_before" in L else ""),
+            "", "| launch | contender | wall | x floor | CPU | x floor |", "|---|---|---:|---:|---:|---:|"]
+    for n, per in sorted(L.get("launch", {}).items(), key=lambda kv: int(kv[0])):
+        fw, fc = per["wall_ms"]["floor"], per["cpu_ms"]["floor"]
+        for k in per["wall_ms"]:
+            w, c = per["wall_ms"][k], per["cpu_ms"][k]
+            if k == "floor":
+                name = FLOOR_TEXT.format(n=n)
+            else:
+                name = shown(k)
+            fail = " (failed)" if k in per.get("failed", []) else ""
+            k_runs = per.get("samples", {}).get(k, per["runs"])
+            out.append(f"| {n} slots | {name}{fail}, median of {k_runs} | {w:.1f} ms | {w / fw:.2f} | "
+                       f"{c:.1f} ms | {c / fc:.2f} |")
+    for n, per in L.get("launch", {}).items():
+        need, has = per.get("needs"), per.get("has")
+        if need and has:
+            out += ["", f"{n} slots run up to {need['processes']} processes at once (wrap_rank, its guard "
+                    f"and the command a rank, and slotrun) and hold about {need['nofile']} open files in "
+                    f"slotrun ({need['nofile_log_dir']} with `--log-dir`): slotrun raises its soft limit to "
+                    "the hard one when short, and refuses to start (status 2, naming the limit to set) when "
+                    f"even that is too few.  This machine: open files {has['nofile_soft']} (hard "
+                    f"{has['nofile_hard']}), processes {has['nproc_soft']}, pid_max {has['pid_max']}."]
+    out += ["", "Teardown: from rank 0's `exit 1` to the launcher's exit while 7 ranks sleep.  Memory: the "
+            "launcher's peak RSS with 8 workers.  Ratio: the baseline's figure over slotrun's (above 1: "
+            "slotrun is faster or smaller).", "",
+            "| figure | contender | value | baseline / slotrun |", "|---|---|---:|---:|"]
+    for key, what, unit, fmt in (("teardown_ms", "teardown", "ms", "{:.1f}"),
                                  ("peak_mib", "peak memory", "MiB", "{:.1f}")):
         per = L.get(key, {})
         mine = per.get(ours)
         for k, v in per.items():
             r = "" if k == ours else ratio(v, mine)
-            out.append(f"| {what} | `{k}` | {fmt.format(v)} {unit} | {r} |")
+            out.append(f"| {what} | {shown(k)} | {fmt.format(v)} {unit} | {r} |")
     return out + [""]
 
 
@@ -307,6 +375,13 @@ def readme_status_poll(S):
                    f"{c['with'] / c['without']:.2f} |" if c["without"] else
                    f"| slotrun's own CPU over an all-reduce run | 0 ms | {c['with']:.0f} ms | - |")
     return out + [""]
+
+
+def shown(name):
+    """A contender's name as code, "(before)" outside it."""
+    if name.endswith(" (before)"):
+        return f"`{name[:-len(' (before)')]}` (before)"
+    return f"`{name}`"
 
 
 def readme_wrap(W):
@@ -360,7 +435,11 @@ def write_readme(doc, path):
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
                     ("job_plane", readme_plane)):
         if doc.get(key):
-            out += fn(doc[key])
+            section = fn(doc[key])
+            when = doc[key].get("date")
+            if when and when != doc.get("date"):  # kept from an earlier run
+                section[2:2] = [f"Measured {when}.", ""]
+            out += section
     text = "\n".join(out) + "\n" + NOTES
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -395,19 +474,35 @@ def main():
         write_readme(doc, a.readme)
         print(f"report: {a.readme} written from {a.results}")
         return
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    doc = {"date": now, "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
+    try:
+        with open(a.results) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = {}
+    # A benchmark not run this time (bench/run --only) keeps its figures
+    # from the results file, with the date they were measured.
     for name in ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes"):
         doc[name] = load(a.dir, name)
+        if doc[name] is not None:
+            doc[name].setdefault("date", now)
+        elif old.get(name):
+            doc[name] = old[name]
+            doc[name].setdefault("date", old.get("date"))
+            print(f"report: {name}: kept from {a.results} (measured {doc[name]['date']})")
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
     rows = []
     L = doc["launch"]
     if L:
-        base = L["launch_ms"].get("slotrun --slots 8")
-        for k, v in L["launch_ms"].items():
-            rows.append(("launch 8 x /bin/true (ms)", k, f"{v:.2f}", f"{v / base:.2f} x slotrun"))
+        for n, per in sorted(L["launch"].items(), key=lambda kv: int(kv[0])):
+            fw, fc = per["wall_ms"]["floor"], per["cpu_ms"]["floor"]
+            for k, v in per["wall_ms"].items():
+                c = per["cpu_ms"][k]
+                rows.append((f"launch {n} x /bin/true, wall (CPU) ms", k, f"{v:.2f} ({c:.2f})",
+                             f"{v / fw:.2f} x floor ({c / fc:.2f} in CPU)"))
         for k, v in L["teardown_ms"].items():
             rows.append(("teardown after a failure (ms)", k, f"{v:.1f}", ""))
         for k, v in L["peak_mib"].items():
