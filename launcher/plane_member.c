@@ -633,6 +633,8 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
  * to decide once they are reaped. */
 static void chief_gone(struct plane *p, const char *why, bool chief_dead)
 {
+	if (p->self_stalled) /* the chief gave us up for our stall, said already */
+		return;
 	char line[PLANE_TEXT_MAX];
 
 	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = 0 };
@@ -744,8 +746,35 @@ static void on_connected(struct conn *c, int err)
 	c->p->mstate = M_HELLO;
 }
 
+/* Our loop did not run for longer than the chief waits for a silent
+ * node (plane_conn_awake): it gave this node up.  This node names itself,
+ * stops its workers and ends with 1 once they are reaped. */
+static void on_stalled(struct plane *p, double gap)
+{
+	char line[PLANE_TEXT_MAX];
+	const char *me = ci_addr_known(plane_host(p, p->rank)) ? plane_host(p, p->rank) : "this node";
+
+	if (!p->ever_started || p->self_stalled)
+		return;
+	p->self_stalled = true;
+	seek_free(p);
+	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = p->rank };
+	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", me);
+	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "it did not run for %.1f s (its slotrun was "
+		 "stopped or starved), longer than the other nodes wait", gap);
+	plane_cause_line(&p->chief_lost, line, sizeof(line));
+	plane_say(p, "this node did not run for %.1f s: the other nodes gave it up: stopping its workers: %s", gap,
+		  line);
+	if (p->mstate == M_RUNNING)
+		p->h->stop(p->arg, 0);
+	p->mstate = M_CONNECTING;
+	if (p->local_done)
+		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+}
+
 const struct plane_side plane_member_side = {
 	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
+	.stalled = on_stalled,
 };
 
 int plane_member_open(struct plane *p, char *err, size_t errlen)
