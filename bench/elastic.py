@@ -350,7 +350,8 @@ def fmt(s):
 
 
 def main():
-    res = {"runs": args.runs, "heartbeat_timeout_s": HEARTBEAT, "nodes": 3, "slots": 2}
+    res = {"runs": args.runs, "heartbeat_timeout_s": HEARTBEAT, "nodes": 3, "slots": 2,
+           "load_before": os.getloadavg()[0]}
     try:
         with Cluster(3, "bel") as net:
             kill, cut, chief, join, join_all, alone = [], [], [], [], [], []
@@ -372,6 +373,7 @@ def main():
             res.update(kill_ms=summary(kill), cut_ms=summary(cut), chief_ms=summary(chief),
                        join_ms=summary(join), join_all_ms=summary(join_all), alone_ms=summary(alone))
             res["torchrun"] = {"skipped": "--skip-torch"} if args.skip_torch else torch_figures(net)
+            res["load_after"] = os.getloadavg()[0]
     except Skip as e:
         print(f"skipped: {e}")
         if args.json:

@@ -9,7 +9,7 @@ Usage: bench/seal.py --seal-cost PATH [--slotrun PATH] [--old-commit C | --old-s
 per frame   bench/seal_cost (built with `ninja -C BUILD bench/seal_cost`):
             encode+seal+open+decode against encode+decode alone of the same
             frames (a PING; a STOP with a full cause and an 8 KiB tail),
-            alternating, ns per frame.
+            alternating, CPU ns per frame.
 job plane   bench/job_plane.py against the slotrun of the commit before the
             seal (--old-commit, default 41ee2c9: exported with git archive
             and built, release, in a temporary folder outside the repository
@@ -81,7 +81,7 @@ def figures(doc):
 
 
 def main():
-    res = {"seal_cost": seal_cost()}
+    res = {"load_before": os.getloadavg()[0], "seal_cost": seal_cost()}
     tmp = tempfile.mkdtemp(prefix="slotrun-seal-")
     try:
         old = os.path.abspath(args.old_slotrun) if args.old_slotrun else build_old(tmp)
@@ -98,7 +98,8 @@ def main():
                 sides[side].append(figures(doc))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    jp = {"old_commit": args.old_commit if not args.old_slotrun else "given", "pairs": args.pairs,
+    jp = {"old_commit": args.old_commit if not args.old_slotrun else f"--old-slotrun {args.old_slotrun}",
+          "pairs": args.pairs,
           "runs": args.runs}
     for side, docs in sides.items():
         jp[side] = {k: statistics.median(d[k] for d in docs) for k in docs[0]}
@@ -108,6 +109,7 @@ def main():
 
 
 res = main()
+res["load_after"] = os.getloadavg()[0]
 print(f"# the seal, {res['seal_cost']['rounds']} x {res['seal_cost']['frames']} frames per kind")
 for k in ("ping", "stop"):
     c = res["seal_cost"][k]
