@@ -9,10 +9,13 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json and
-allreduce_nodes.json (any may be missing).  Without --dir nothing is
-measured, merged or drawn: bench/README.md is written again from the
-results file as it is."""
+DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
+allreduce_nodes.json, elastic.json and seal.json (any may be missing).  A
+section whose JSON is in DIR replaces the results file's, stamped with this
+run's date and machine; the others are kept as they were, with the date
+and machine they were measured on (said in the README where it differs).
+Without --dir nothing is measured, merged or drawn: bench/README.md is
+written again from the results file as it is."""
 import argparse
 import datetime
 import json
@@ -217,6 +220,19 @@ machine changed, not wrap_rank.
 unpacking cost about what it saved: over loopback compression pays only where
 the wire is the bottleneck.  Dividing after unpacking in float32 took 1.4 ms
 against 3.3 ms for an fp16 `avg` (1 Mi elements, 2 ranks).
+
+**Elastic jobs and the seal, first measured.**  On 2026-11-27 the machine was
+shared with other agents' builds and tests: the 1-minute load went from 12 to
+287 during `bench/elastic.py` and from 109 to 21 during `bench/seal.py`, on 2
+cores, so those figures are upper bounds until measured on a quiet machine.
+`bench/seal_cost` counts the thread's CPU time for that reason: timed by the
+wall clock under a load of 287 it gave 7.8 and 252 us for a sealed PING and
+STOP (2.2 and 68 us in CPU time).  A rank's failure to every node's exit came
+out 1.3 to 1.4x slower on the sealed build than on 41ee2c9 in three runs of
+`bench/seal.py`; the same case alone, 12 runs taking turns between 41ee2c9,
+51bcb1e (the seal alone) and the elastic build, at a load of 160 to 200, gave
+medians of 110, 94 and 129 ms: the seal itself does not show; what is left is
+the load, or the elastic work.
 """
 
 
@@ -420,6 +436,116 @@ def readme_plane(J):
     return out + [""]
 
 
+def span(s):
+    """A benchmark's summary {median, min, max} as "681 ms (473..912)"."""
+    return f"{s['median']:.0f} ms ({s['min']:.0f}..{s['max']:.0f})"
+
+
+def load_line(doc):
+    """ "  1-minute load average 0.97 before, 3.39 after." where recorded."""
+    if "load_before" not in doc or "load_after" not in doc:
+        return ""
+    return f"  1-minute load average {doc['load_before']:.2f} before, {doc['load_after']:.2f} after."
+
+
+def readme_elastic(E):
+    if "skipped" in E:
+        return ["## Elastic jobs", "", f"Skipped: {E['skipped']}", ""]
+    hb = E.get("heartbeat_timeout_s", 5)
+    w = E["alone_ms"]["median"]
+    goal = (hb + 2) * 1000
+    out = ["## Elastic jobs", "",
+           f"`bench/elastic.py`: {E.get('nodes', 3)} network-namespace nodes x {E.get('slots', 2)} slots, "
+           f"`slotrun --nnodes 2:3 --max-restarts 5`, the default `--heartbeat-timeout` ({hb:g} s) and "
+           "grace; workers that print their round and their clock, then idle.  Times from the ranks' own "
+           f"clock readings, median (min..max) of {E.get('runs', '?')} runs.  The baseline, the workers' own "
+           "start: a one-node slotrun (`--nnodes 1 --slots 2`) from launch to its 2 ranks up, "
+           f"{span(E['alone_ms'])}, taking turns with the join.  The goals are the ones elastic jobs were "
+           "built to meet." + load_line(E), "",
+           "| figure | slotrun | goal | against the baseline |", "|---|---:|---:|---|",
+           f"| a node's SIGKILL (slotrun and workers) to the 4 survivors' ranks up in the next round | "
+           f"{span(E['kill_ms'])} | <= {goal:.0f} ms (timeout + 2 s) | "
+           f"{E['kill_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a node's cable pulled, to the same | {span(E['cut_ms'])} | <= {goal:.0f} ms | "
+           f"the {hb:g} s timeout + {E['cut_ms']['median'] - hb * 1000:.0f} ms |",
+           f"| the chief's SIGKILL to the other 2 nodes' 4 ranks up (node 1 takes over) | "
+           f"{span(E['chief_ms'])} | - | {E['chief_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a new node's launch to its 2 ranks up in the re-formed job | {span(E['join_ms'])} | "
+           f"<= {2000 + w:.0f} ms (2 s + the workers' own start) | {E['join_ms']['median'] / w:.2f}x "
+           f"the workers' own start (+{E['join_ms']['median'] - w:.0f} ms) |"]
+    T = E.get("torchrun") or {}
+    if "skipped" in T:
+        out += ["", f"torchrun: skipped ({T['skipped']})."]
+    elif T:
+        k = E["kill_ms"]["median"]
+
+        def ms(v, deadline=None):
+            if v is None:
+                return f"none within {deadline} s" if deadline else "none"
+            return f"{v:.0f} ms"
+        own = T.get("alone_ms")
+        out += [f"| torchrun {T.get('version', '')} (gloo, c10d): its workers' own start, a one-node "
+                f"torchrun (`--standalone`) from launch to its 2 ranks' first step | {ms(own)} | - | "
+                + (f"{own / w:.1f}x slotrun's |" if own else "- |"),
+                f"| torchrun, a node's SIGKILL to the survivors' first training step, 1 run | "
+                f"{ms(T['kill_ms'])} | - | "
+                + (f"{T['kill_ms'] / k:.1f}x slotrun's" + (f", {T['kill_ms'] / own:.1f}x its workers' own "
+                                                           "start |" if own else " |")
+                   if T["kill_ms"] else "- |"),
+                f"| torchrun, a node's cable pulled, gloo's default timeout (30 min) | "
+                f"{ms(T['cut_default_ms'], T.get('cut_default_deadline_s'))} | - | - |",
+                f"| torchrun, a node's cable pulled, `init_process_group(timeout={T['pg_timeout_s']} s)` | "
+                f"{ms(T['cut_pg_timeout_ms'])} | - | "
+                + (f"{T['cut_pg_timeout_ms'] / E['cut_ms']['median']:.1f}x slotrun's |"
+                   if T["cut_pg_timeout_ms"] else "- |"),
+                "", "torchrun: `torchrun --nnodes 2:3 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint "
+                "<node 0>:29500 --max_restarts 5 --redirects 1 --tee 1 bench/torch_elastic_loop.py` (a DDP "
+                "loop on gloo, 0.1 s a step), each node in a UTS namespace of its own with its own host name "
+                "(torchrun hands its workers rank 0's host name as MASTER_ADDR).  Debian's torchrun 1.13 "
+                "spells its flags with underscores, and on Python 3.11 it dies with its default "
+                "`--redirects 0 --tee 0` (its `Std.from_str('0')` is None there), hence `--redirects 1 "
+                "--tee 1`.  Its figures are to a training step, slotrun's to a worker's start.  With a "
+                "cable pulled, the survivors wait in gloo's all-reduce until the process group's timeout "
+                "(30 minutes by default); the benchmark gives up after the time shown and measures once more "
+                "with a shorter timeout."]
+    return out + [""]
+
+
+def readme_seal(S):
+    c = S["seal_cost"]
+    out = ["## The job plane's seal", "",
+           f"`bench/seal_cost`: {c['rounds']} batches of {c['frames']} frames, sealed and plain taking turns; "
+           f"median ns per frame ({c.get('clock', 'wall-clock time')}).  Each frame sealed carries a "
+           f"{c.get('tag_bytes', 16)}-byte tag "
+           "(HMAC-SHA256 under the connection's key, cut to 128 bits)." + load_line(S), "",
+           "| frame | bytes | encode + decode | + seal + open | the seal's cost |", "|---|---:|---:|---:|---:|"]
+    names = {"ping": "PING", "stop": "STOP, a full cause with an 8 KiB tail"}
+    for k in ("ping", "stop"):
+        f = c[k]
+        out.append(f"| {names[k]} | {f['bytes']} | {f['plain_ns']:.0f} ns | {f['sealed_ns']:.0f} ns | "
+                   f"+{f['sealed_ns'] - f['plain_ns']:.0f} ns ({f['sealed_ns'] / f['plain_ns']:.1f}x) |")
+    J = S.get("job_plane") or {}
+    if "skipped" in J:
+        return out + ["", f"The job plane before and after: skipped ({J['skipped']}).", ""]
+    if not J:
+        return out + [""]
+    out += ["", f"`bench/job_plane.py` (above) against slotrun built from {J['old_commit']}, the commit before "
+            f"the seal, and this build, {J['pairs']} invocations of {J['runs']} runs each, taking turns; the "
+            "median of each side's invocations.  This build carries the elastic work as well.", "",
+            "| figure | before the seal | sealed | sealed / before |", "|---|---:|---:|---:|"]
+    labels = [("failure_to_every_exit_ms", "a rank's failure to every node's exit", "{:.0f} ms", 1),
+              ("cut_link_lost_s_5", "a cut link to the node declared lost, heartbeat 5 s", "{:.2f} s", 1),
+              ("cut_link_lost_s_2", "the same, heartbeat 2 s", "{:.2f} s", 1),
+              ("start_joined_ms", "start to exit of 3 nodes x 2 `/bin/true`", "{:.1f} ms", 1),
+              ("start_alone_ms", "the same as three single-node jobs (no plane)", "{:.1f} ms", 1)]
+    for key, what, f, _ in labels:
+        b, a = J["before"].get(key), J["sealed"].get(key)
+        if b is None or a is None:
+            continue
+        out.append(f"| {what} | {f.format(b)} | {f.format(a)} | {a / b:.2f}x |")
+    return out + [""]
+
+
 def write_readme(doc, path):
     """bench/README.md from a results document: the machine and date, every
     figure beside its baseline and the ratio, then the lab log's notes."""
@@ -430,16 +556,19 @@ def write_readme(doc, path):
            "installs gnuplot and Open MPI where missing).  `bench/report.py` alone writes this file "
            "again from `bench/results.json`.  Run them on an otherwise idle machine: every figure "
            "here moves with the machine's load.", "",
-           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
+           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}" +
+           (" (the newest run; a section from an earlier one says when)." if any(
+               (doc.get(k) or {}).get("measured", {}).get("date") not in (None, doc.get("date"))
+               for k in SECTIONS) else "."), ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
-                    ("job_plane", readme_plane)):
+                    ("job_plane", readme_plane), ("elastic", readme_elastic), ("seal", readme_seal)):
         if doc.get(key):
-            section = fn(doc[key])
-            when = doc[key].get("date")
-            if when and when != doc.get("date"):  # kept from an earlier run
-                section[2:2] = [f"Measured {when}.", ""]
-            out += section
+            sec = fn(doc[key])
+            when = doc[key].get("measured") or {}
+            if when.get("date") and when.get("date") != doc.get("date"):
+                sec[2:2] = [f"Measured {when['date']} on {machine_line(when)}.", ""]
+            out += sec
     text = "\n".join(out) + "\n" + NOTES
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -460,6 +589,34 @@ def cpu_model():
     return None
 
 
+SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "elastic", "seal")
+
+
+def merge(d, results):
+    """The results document: the sections whose JSON is in d, stamped with
+    this run's date and machine, and the results file's others as they were
+    (stamped with the date and machine they were measured on).  Returns it
+    and the names of the sections measured now."""
+    now = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
+    try:
+        with open(results) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = {}
+    doc, fresh = dict(now), set()
+    for name in SECTIONS:
+        sec = load(d, name)
+        if sec is not None:
+            sec["measured"] = now
+            fresh.add(name)
+        elif old.get(name):
+            sec = old[name]
+            sec.setdefault("measured", {"date": old.get("date"), "machine": old.get("machine")})
+        doc[name] = sec
+    return doc, fresh
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -474,27 +631,12 @@ def main():
         write_readme(doc, a.readme)
         print(f"report: {a.readme} written from {a.results}")
         return
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc = {"date": now, "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
-    try:
-        with open(a.results) as f:
-            old = json.load(f)
-    except FileNotFoundError:
-        old = {}
-    # A benchmark not run this time (bench/run --only) keeps its figures
-    # from the results file, with the date they were measured.
-    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes"):
-        doc[name] = load(a.dir, name)
-        if doc[name] is not None:
-            doc[name].setdefault("date", now)
-        elif old.get(name):
-            doc[name] = old[name]
-            doc[name].setdefault("date", old.get("date"))
-            print(f"report: {name}: kept from {a.results} (measured {doc[name]['date']})")
+    doc, fresh = merge(a.dir, a.results)
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
     rows = []
+    full, doc = doc, {k: (v if k in fresh else None) if k in SECTIONS else v for k, v in doc.items()}
     L = doc["launch"]
     if L:
         for n, per in sorted(L["launch"].items(), key=lambda kv: int(kv[0])):
@@ -565,11 +707,35 @@ def main():
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
+    E = doc.get("elastic")
+    if E and "skipped" not in E:
+        w = E["alone_ms"]["median"]
+        hb = E.get("heartbeat_timeout_s", 5) * 1000
+        for key, what in (("kill_ms", "a node's SIGKILL"), ("cut_ms", "a node's cable pulled"),
+                          ("chief_ms", "the chief's SIGKILL"), ("join_ms", "a new node's launch")):
+            v = E[key]["median"]
+            rows.append((f"elastic: {what} to ranks up in the next round (ms)", "slotrun", f"{v:.0f}",
+                         f"the {hb:.0f} ms timeout + {v - hb:.0f}" if key == "cut_ms" else
+                         f"{v / w:.2f} x the workers' own start ({w:.0f})"))
+        T = E.get("torchrun") or {}
+        if T.get("kill_ms"):
+            rows.append(("elastic: a node's SIGKILL to the next step (ms)", "torchrun", f"{T['kill_ms']:.0f}",
+                         f"{T['kill_ms'] / E['kill_ms']['median']:.1f} x slotrun"))
+    S = doc.get("seal")
+    if S:
+        for k in ("ping", "stop"):
+            c = S["seal_cost"][k]
+            rows.append((f"seal: {k} frame, {c['bytes']} B, encode+decode (ns)", "+seal+open",
+                         f"{c['sealed_ns']:.0f}", f"{c['plain_ns']:.0f} without"))
+        J = S.get("job_plane") or {}
+        for k, v in (J.get("sealed") or {}).items():
+            b = J["before"][k]
+            rows.append((f"seal: job plane {k}", "sealed", f"{v:.3g}", f"{v / b:.2f} x before ({b:.3g})"))
     w = [max(len(r[i]) for r in rows) if rows else 0 for i in range(4)]
-    print(f"# summary ({doc['date']}); every figure with its baseline from the same run")
+    print(f"# summary ({doc['date']}) of what ran now; every figure with its baseline from the same run")
     for r in rows:
         print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:>{w[2]}}  {r[3]}")
-    write_readme(doc, a.readme)
+    write_readme(full, a.readme)
     print(f"report: {a.readme} written")
 
 
