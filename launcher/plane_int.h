@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Inside the job plane: its state, shared by plane.c (the entry points),
  * plane_conn.c (the connections), plane_chief.c (the chief's side) and
- * plane_member.c (another node's side).  Not for use outside them. */
+ * plane_member.c and plane_seek.c (another node's side).  Not for use outside them. */
 #ifndef SLOTRUN_PLANE_INT_H
 #define SLOTRUN_PLANE_INT_H
 
