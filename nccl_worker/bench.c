@@ -92,7 +92,7 @@ struct run {
 	double busbw_sum;
 	int rows;
 	uint64_t wrong_total;
-	int corrupt_rank;  /* test hook: this rank spoils one element per check */
+	int corrupt_rank;  /* test hook: this rank spoils one element per buffer checked */
 };
 
 struct row_stats {
@@ -365,7 +365,8 @@ int bench_main(const struct bench_opts *o)
 	r.rank = cfg.rank;
 	r.size = cfg.size;
 	/* For the end-to-end test of the check itself: proves that a wrong
-	 * element is seen, summed and turned into exit status 1. */
+	 * element is seen, summed and turned into exit status 1 (out of place,
+	 * in the result and in the send buffer as read back). */
 	r.corrupt_rank = getenv("NCCL_WORKER_TEST_CORRUPT_RANK")
 				 ? atoi(getenv("NCCL_WORKER_TEST_CORRUPT_RANK")) : -1;
 	if (o->backend != BENCH_CPU)
