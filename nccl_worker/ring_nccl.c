@@ -300,16 +300,18 @@ int slotcomm_nccl_to_host(struct slotcomm_nccl *g, void *host, const void *dev, 
 	return r == NR_OK ? 0 : fail(g, r);
 }
 
-static enum nres allreduce_impl(struct slotcomm_nccl *g, void *dev, size_t count,
-				enum slotcomm_dtype dtype, enum slotcomm_op op)
+static enum nres allreduce_impl(struct slotcomm_nccl *g, const void *send, void *recv,
+				size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
-	NCCLCHECK(g, ncclAllReduce(dev, dev, count, nccl_type(dtype), nccl_op(op), g->nc,
+	NCCLCHECK(g, ncclAllReduce(send, recv, count, nccl_type(dtype), nccl_op(op), g->nc,
 				   g->stream));
 	return NR_OK;
 }
 
-int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t count,
-			      enum slotcomm_dtype dtype, enum slotcomm_op op)
+/* The in-place and the out-of-place all-reduce are one collective to the
+ * peers (and to NCCL): each rank may pick either. */
+static int allreduce_enqueue(struct slotcomm_nccl *g, const void *send, void *recv, size_t count,
+			     enum slotcomm_dtype dtype, enum slotcomm_op op)
 {
 	enum nres r;
 	int rc = comm_usable(g->c);
@@ -326,8 +328,20 @@ int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t cou
 				       .count = count, .dtype = (uint8_t)dtype, .op = (uint8_t)op };
 	if (count == 0)
 		return 0;
-	r = allreduce_impl(g, dev, count, dtype, op);
+	r = allreduce_impl(g, send, recv, count, dtype, op);
 	return r == NR_OK ? 0 : fail(g, r);
+}
+
+int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t count,
+			      enum slotcomm_dtype dtype, enum slotcomm_op op)
+{
+	return allreduce_enqueue(g, dev, dev, count, dtype, op);
+}
+
+int slotcomm_nccl_allreduce_into(struct slotcomm_nccl *g, const void *send, void *recv,
+				 size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op)
+{
+	return allreduce_enqueue(g, send, recv, count, dtype, op);
 }
 
 static enum nres sync_impl(struct slotcomm_nccl *g)
