@@ -10,7 +10,8 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
 DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
-allreduce_nodes.json, elastic.json and seal.json (any may be missing).  A
+allreduce_nodes.json, gpu_allreduce.json, elastic.json and seal.json (any
+may be missing).  A
 section whose JSON is in DIR replaces the results file's, stamped with this
 run's date and machine; the others are kept as they were, with the date
 and machine they were measured on (said in the README where it differs).
@@ -263,6 +264,8 @@ def machine_line(doc):
         cores, kernel = (int(g.group(1)), g.group(2)) if g else (None, None)
     parts = [f"CPU {cpu}" if cpu != NOT_RECORDED else "CPU model not recorded",
              f"{cores} cores" if cores else "core count not recorded"]
+    if isinstance(m, dict) and m.get("gpu"):
+        parts.insert(0, f"GPU {m['gpu']}")
     if kernel:
         parts.append(f"Linux {kernel}")
     return ", ".join(parts)
@@ -313,6 +316,100 @@ def readme_nodes(N):
         out.append(f"| {human(int(s))} | {cell(a) if a else '-'} | {cell(b) if b else '-'} | "
                    f"{ratio(b and b['time_us'], a and a['time_us'])} |")
     return out + [""]
+
+
+# What was checked and measured on the GPU by hand, beside the figures
+# bench/gpu_allreduce regenerates: each says when and on what.
+GPU_NOTES = """\
+**Checked.**  On 2026-11-27, on the same H200, one rank, every type and op
+from 4 B to 64 MiB by 4 (`nccl_worker --backend nccl -b 4 -e 64M -f 4 -d all
+-o all`, the cases of `e2e_nccl_gpu`): 390 rows of 390 in place (built from
+41ee2c9) and 390 of 390 out of place (`-O`, built from b4bc051), 0 wrong
+elements.  With the test hook spoiling one element of the result and one of
+the send buffer (`NCCL_WORKER_TEST_CORRUPT_RANK=0`), every row counted 2 wrong,
+the changed send buffer was named, and nccl_worker exited 1.
+
+**Abort on timeout.**  The same day and GPU, rank 0 of 2 with
+`SLOTRUN_TIMEOUT=10`, against a rank 1 that joins the rendezvous and then never
+reaches NCCL: rank 0 exited 1 after 10.4 s, naming the call:
+`ncclCommInitRankConfig(...) did not finish within 10s (SLOTRUN_TIMEOUT)`.
+
+**The wait for the GPU, before and after b4bc051.**  The NCCL backend spins
+1 ms waiting for the GPU, then slept 1 ms at a time: 20 all-reduces of 256 MiB
+(2.6 ms of work) ended up to 1 ms late.  The same sweep the day of the fix,
+each build beside nccl-tests in its own invocation: out of place, 256 MiB
+1631 against 2071 GB/s (0.79x nccl-tests) before, 2035 against 2072 (0.98x)
+after; 1 GiB 1951 against 2109 (0.93x) before, 2097 against 2109 (0.995x)
+after.  The wait now sleeps a 32nd of the time waited so far (20 us to 1 ms).
+
+**Not measured.**  Several ranks on several GPUs: the machine had one GPU
+(NCCL refuses two ranks on one: "Duplicate GPU detected").  So nothing here
+measures NCCL between GPUs (NVLink, PCIe, the network) or a real all-reduce's
+busbw; `bench/gpu_allreduce` runs one rank.
+
+**How to run it.**  On a machine with an NVIDIA GPU, CUDA with nvcc, and NCCL:
+
+```
+meson setup build-rel -Dbuildtype=release -Dcuda=enabled -Dtests=false && ninja -C build-rel
+bench/gpu_allreduce --bin build-rel/nccl_worker/nccl_worker --nccl-tests nccl-tests/build/all_reduce_perf
+```
+
+`--json FILE` keeps the figures; `bench/run --only gpu_allreduce` measures them
+and writes them here (`all_reduce_perf` from PATH).  nccl-tests:
+`make -C nccl-tests MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=<NCCL's folder>` in a clone of
+github.com/NVIDIA/nccl-tests.  Where NCCL is not in the loader's path (PyTorch's
+wheel: `.../site-packages/nvidia/nccl/lib`), set `LD_LIBRARY_PATH`.  The
+checks: `meson test -C build e2e_nccl_gpu` in a build with `-Dcuda=enabled`.
+"""
+
+
+def readme_gpu(G):
+    """The all-reduce on one GPU: bench/gpu_allreduce's table, then
+    GPU_NOTES."""
+    res = G["results"]
+    ours, d2d, ip = res.get("ours", {}), res.get("d2d", {}), res.get("ours_in_place", {})
+    T = G.get("nccl_tests") or {}
+    nt, nt_ip = ({}, {}) if "skipped" in T else (res.get("nccl_tests", {}), res.get("nccl_tests_in_place", {}))
+    gpu = G.get("gpu") or {}
+    baseline, skipped = "", ""
+    if "skipped" in T:
+        skipped = f"  nccl-tests was not run ({T['skipped']}): its columns are left out."
+    else:
+        baseline = (" and beside the out-of-place column of nccl-tests' `all_reduce_perf -g 1` ("
+                    + (T.get("version") or "version not recorded").split()[0]
+                    + (f", commit {T['commit']}" if T.get("commit") else "") + ")")
+    out = ["## On a GPU", "",
+           f"`bench/gpu_allreduce`: one rank on one {gpu.get('name', 'GPU')}"
+           + (f" (driver {gpu['driver']})" if gpu.get("driver") else "")
+           + f", nccl_worker's NCCL backend ({', '.join((G.get('backend') or '').split(', ')[1:]) or '?'}), "
+           f"{G.get('type', 'float32')} {G.get('op', 'sum')}, {G.get('iters', '?')} iterations after "
+           f"{G.get('warmup', '?')} warm-up, median of {G.get('rounds', '?')} rounds in which the contenders "
+           "take turns.  One rank's all-reduce is a copy of its buffer: out of place (`-O`) it is set beside "
+           f"a plain device-to-device copy (`bench/gpu/d2d_copy.cu`: cudaMemcpyAsync, one stream){baseline}; "
+           "in place it moves nothing, and its time is what a call costs.  algbw in GB/s, size / time "
+           f"(time per all-reduce).  Ratio: ours over the baseline (above 1: ours is faster).{skipped}", ""]
+    head = ["size", "nccl_worker -O"] + (["nccl-tests", "ours / nccl-tests"] if nt else []) + \
+        ["d2d copy", "ours / copy", "in place: nccl_worker"] + (["in place: nccl-tests"] if nt else [])
+    out += ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for s in sorted(ours, key=int):
+        a = ours[s]
+        cells = [human(int(s)), gcell(a)]
+        if nt:
+            cells += [gcell(nt.get(s)), gratio(a, nt.get(s))]
+        cells += [gcell(d2d.get(s)), gratio(a, d2d.get(s)), f"{ip[s]['time_us']:.2f} us" if s in ip else "-"]
+        if nt:
+            cells.append(f"{nt_ip[s]['time_us']:.2f} us" if s in nt_ip else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    return out + ["", GPU_NOTES]
+
+
+def gcell(v):
+    return f"{v['algbw']:.2f} ({fmt_time(v['time_us'])})" if v else "-"
+
+
+def gratio(ours, base):
+    """Ours over the baseline in algbw: above 1, ours is faster."""
+    return f"{ours['algbw'] / base['algbw']:.3f}x" if ours and base and base["algbw"] else "-"
 
 
 FLOOR_TEXT = "floor: `sh -c` starting {n} `/bin/true` in the background, then `wait`"
@@ -560,7 +657,7 @@ def write_readme(doc, path):
            (" (the newest run; a section from an earlier one says when)." if any(
                (doc.get(k) or {}).get("measured", {}).get("date") not in (None, doc.get("date"))
                for k in SECTIONS) else "."), ""]
-    for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
+    for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes), ("gpu_allreduce", readme_gpu),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
                     ("job_plane", readme_plane), ("elastic", readme_elastic), ("seal", readme_seal)):
         if doc.get(key):
@@ -589,7 +686,8 @@ def cpu_model():
     return None
 
 
-SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "elastic", "seal")
+SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "gpu_allreduce",
+            "elastic", "seal")
 
 
 def merge(d, results):
@@ -609,6 +707,8 @@ def merge(d, results):
         sec = load(d, name)
         if sec is not None:
             sec["measured"] = now
+            if sec.get("gpu"):   # the machine is named by its GPU too
+                sec["measured"] = dict(now, machine=dict(now["machine"], gpu=sec["gpu"].get("name")))
             fresh.add(name)
         elif old.get(name):
             sec = old[name]
@@ -707,6 +807,14 @@ def main():
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
+    G = doc.get("gpu_allreduce")
+    if G:
+        res = G["results"]
+        for s, v in sorted(res.get("ours", {}).items(), key=lambda kv: int(kv[0])):
+            base = [f"{gratio(v, res[k].get(s))} {name}" for k, name in (("nccl_tests", "nccl-tests"),
+                                                                          ("d2d", "d2d copy")) if k in res]
+            rows.append((f"GPU all-reduce out of place {human(int(s))} algbw GB/s (us)", "nccl_worker -O",
+                         f"{v['algbw']:.2f} ({v['time_us']:.1f})", ", ".join(base)))
     E = doc.get("elastic")
     if E and "skipped" not in E:
         w = E["alone_ms"]["median"]
