@@ -144,9 +144,10 @@ def the_sweep_reports_medians_and_ratios_without_nccl_tests():
     assert rounds[0].startswith("## round 1/2 nccl_worker (in place)"), rounds
     assert rounds[3].startswith("## round 2/2 nccl_worker -O"), rounds  # the order rotates
     # size, ours, nccl-tests, d2d, ours/nt, ours/d2d, in-place us: ours, nccl-tests
-    table = {l.split()[1]: l.split()[2:] for l in out.splitlines() if l.startswith("## ") and "KiB" in l}
-    assert table["1KiB"] == ["2.00", "-", "4.00", "-", "0.500", "0.60", "-"], table
-    assert table["4KiB"] == ["6.00", "-", "8.00", "-", "0.750", "0.50", "-"], table
+    table = {" ".join(l.split()[1:3]): l.split()[3:] for l in out.splitlines()
+             if l.startswith("## ") and " KiB " in l}
+    assert table["1 KiB"] == ["2.00", "-", "4.00", "-", "0.500", "0.60", "-"], table
+    assert table["4 KiB"] == ["6.00", "-", "8.00", "-", "0.750", "0.50", "-"], table
     with open(out_json) as f:
         doc = json.load(f)
     assert doc["results"]["ours"]["1024"] == {"time_us": 1.0, "algbw": 2.0}, doc["results"]
@@ -169,8 +170,8 @@ def a_wrong_element_and_a_hang_fail_the_run_and_nothing_is_left():
     with open(os.path.join(d, "hang.pid")) as f:
         assert not pid_alive(int(f.read())), "the hanging contender outlived its timeout"
     # nccl-tests' columns are there: 1 KiB ours missing, nt 2.00 GB/s and 0.30 us in place
-    row = next(l.split() for l in out.splitlines() if l.startswith("##     1KiB"))
-    assert row[3] == "2.00" and row[-1] == "0.30", row
+    row = next(l.split() for l in out.splitlines() if l.startswith("##    1 KiB"))
+    assert row[4] == "2.00" and row[-1] == "0.30", row
 
 
 run()
