@@ -4,7 +4,8 @@ no GPU visible (exit 77, one line), and its sweep driven through stand-ins
 for nvidia-smi, nccl_worker, all_reduce_perf and d2d_copy (small shell
 scripts that print fixed tables): the medians and ratios it prints and
 writes, nccl-tests' columns left out where it is missing, and a run with a
-wrong element and a contender that hangs (killed at --timeout, exit 1)."""
+wrong element and a contender that hangs (killed at --timeout, exit 1, no
+JSON written)."""
 
 import json
 import os
@@ -161,12 +162,14 @@ def the_sweep_reports_medians_and_ratios_without_nccl_tests():
 def a_wrong_element_and_a_hang_fail_the_run_and_nothing_is_left():
     d = fakes()
     code, out, err = gpu_allreduce(["--bin", os.path.join(d, "nccl_worker"), "--d2d", os.path.join(d, "d2d_copy"),
-                                    "-b", "1K", "-e", "4K", "--repeat", "1", "--timeout", "1"],
+                                    "-b", "1K", "-e", "4K", "--repeat", "1", "--timeout", "1",
+                                    "--json", os.path.join(d, "out.json")],
                                    [os.path.join(d, "gpu"), os.path.join(d, "nt")],
                                    FAKE_DIR=d, FAKE_WRONG="3", FAKE_HANG="1")
     assert code == 1, (code, out, err)
     assert "2 problem(s), the first: nccl_worker (in place), round 1: 3 wrong elements" in one_line(err), err
     assert "## round 1/1 nccl_worker -O (out of place): timed out after 1 s" in out, out
+    assert not os.path.exists(os.path.join(d, "out.json")), "a failed run wrote its figures"
     with open(os.path.join(d, "hang.pid")) as f:
         assert not pid_alive(int(f.read())), "the hanging contender outlived its timeout"
     # nccl-tests' columns are there: 1 KiB ours missing, nt 2.00 GB/s and 0.30 us in place
