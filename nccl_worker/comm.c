@@ -12,6 +12,7 @@
  * deadlock.  A HELLO recorded in another run fails (the nonce differs), and
  * a ring takes one left neighbour only. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -21,11 +22,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"
 #include "comm_internal.h"
+#include "rdv_plan.h"
 #include "reduce.h"
 #include "rendezvous.h"
 #include "shm.h"
@@ -358,6 +361,54 @@ out:
 	return r;
 }
 
+/* Descriptors open now (their count stands for the highest number in
+ * use); 64 when /proc cannot tell. */
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return 64;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A communicator of thousands needs as many descriptors on rank 0 (a
+ * control connection per rank), more than the usual soft RLIMIT_NOFILE of
+ * 1024: the soft limit is raised to the hard one then (rdv_plan.h), and
+ * when even that is too few, init fails at once saying so, rather than
+ * rank 0 running out in the middle of the rendezvous. */
+static int fit_nofile(struct slotcomm *c)
+{
+	uint64_t need = (uint64_t)(open_fds() + rdv_fds_needed(c->rank, c->size, c->cfg.local_size,
+				   c->cfg.transport != SLOTCOMM_TRANSPORT_TCP, RDV_PENDING_MAX));
+	struct rlimit rl;
+	uint64_t set;
+	int r;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	r = rdv_nofile_plan(need, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur,
+			    rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : rl.rlim_max, &set);
+	if (r < 0)
+		return comm_init_err(c, -EMFILE, "WORLD_SIZE=%d needs about %llu file descriptors on "
+				     "rank %d, but RLIMIT_NOFILE allows %llu (hard limit): raise it "
+				     "(ulimit -Hn, systemd's LimitNOFILE=, docker's --ulimit nofile=)",
+				     c->size, (unsigned long long)need, c->rank,
+				     (unsigned long long)rl.rlim_max);
+	if (r == 0)
+		return 0;
+	rl.rlim_cur = set == UINT64_MAX ? RLIM_INFINITY : (rlim_t)set;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return comm_init_err(c, -errno, "cannot raise RLIMIT_NOFILE to %llu for WORLD_SIZE=%d: "
+				     "%s", (unsigned long long)set, c->size, strerror(errno));
+	return 0;
+}
+
 static int do_init(struct slotcomm *c, int64_t deadline)
 {
 	struct sockaddr_storage master, data;
@@ -367,6 +418,9 @@ static int do_init(struct slotcomm *c, int64_t deadline)
 
 	if (auth_init() < 0)
 		return comm_init_err(c, -EIO, "libsodium cannot initialise (no entropy source?)");
+	r = fit_nofile(c);
+	if (r < 0)
+		return r;
 	auth_nonce(c->peers[c->rank].ring_nonce);
 	r = rdv_resolve_master(c, deadline, &master, &mlen);
 	if (r < 0)

@@ -15,6 +15,7 @@ static const char *const type_names[FRAME_TYPE_END] = {
 	[FRAME_ABORT] = "abort",
 	[FRAME_BYE] = "bye",
 	[FRAME_CHALLENGE] = "challenge",
+	[FRAME_BUSY] = "busy",
 };
 
 static const char *const coll_names[FRAME_COLL_END] = {

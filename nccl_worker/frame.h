@@ -32,7 +32,7 @@
 #include "auth.h"
 
 #define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
-#define FRAME_VERSION 2  /* 2: nonces and MACs instead of the secret */
+#define FRAME_VERSION 3  /* 2: nonces and MACs instead of the secret; 3: BUSY */
 #define FRAME_HDR_LEN 24
 
 #define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
@@ -52,6 +52,7 @@ enum frame_type {
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
 	FRAME_BYE,           /* control plane: this rank is done (slotcomm_destroy) */
 	FRAME_CHALLENGE,     /* chief -> rank, first: the chief's nonce for this connection */
+	FRAME_BUSY,          /* chief -> rank: no room yet, connect again (no payload) */
 	FRAME_TYPE_END
 };
 

@@ -19,7 +19,7 @@ from ranks import finish_all, rank_env
 CHECK = binary("comm_check")
 SECRET = "e2e-auth-Zq7Kd0xW"
 HDR = struct.Struct("<IHHQQ")  # magic, version, type, seq, len
-MAGIC, VERSION = 0x4E524C53, 2
+MAGIC, VERSION = 0x4E524C53, 3
 REGISTER, TABLE, REJECT, HELLO, CHALLENGE = 1, 2, 3, 4, 10
 
 

@@ -105,7 +105,7 @@ static void payload(unsigned type, const uint8_t *p, size_t len)
 		}
 		break;
 	}
-	default: /* GATHER, BCAST, BYE: bytes for the caller */
+	default: /* GATHER, BCAST, BYE, BUSY: bytes for the caller */
 		return;
 	}
 	FUZZ_CHECK(r == 0 || (r == -EPROTO && why && *why));

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+#include "rdv_plan.h"
+
+#include <errno.h>
+
+enum rdv_admit rdv_admit(int np, int cap, int64_t oldest_since, int64_t now, int64_t min_age,
+			 int64_t *when)
+{
+	if (np < cap)
+		return RDV_TAKE;
+	if (now - oldest_since >= min_age)
+		return RDV_EVICT;
+	*when = oldest_since + min_age;
+	return RDV_WAIT;
+}
+
+long rdv_fds_needed(int rank, int size, int local_size, bool may_shm, int pending_max)
+{
+	long n = 1 + 2 + 2;  /* control connection, two listeners, two ring connections */
+
+	if (rank == 0)
+		n += (long)size - 1 + pending_max;
+	if (may_shm)
+		n += (long)local_size + 1;
+	return n;
+}
+
+int rdv_nofile_plan(uint64_t need, uint64_t soft, uint64_t hard, uint64_t *set)
+{
+	if (soft >= need)
+		return 0;
+	if (hard < need)
+		return -EMFILE;
+	*set = hard;
+	return 1;
+}
