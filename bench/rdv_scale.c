@@ -14,12 +14,16 @@
  *   allocated, mallinfo2), fds (descriptors init opened), nofile_soft
  *   (RLIMIT_NOFILE after init)}, ranks_cpu_s (every rank's CPU time).
  *
- *   rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm]
+ *   rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm] [-s]
  *
- * Every rank talks to 127.0.0.1:PORT (default: a free port).  Rank 0 is
- * forked first; the others connect while it may still be starting, as
- * under a launcher.  Exit status 0 when every rank passed and every value
- * was right, 1 otherwise, 2 for usage. */
+ * Every rank talks to 127.0.0.1:PORT (default: a free port) and calls its
+ * host "node-RANK", as if each ran on a machine of its own (-s: the real
+ * host name, the same for all).  The ranks race rank 0 to the
+ * rendezvous, as under a launcher.  The driver runs itself again with
+ * LD_BIND_NOW=1 first, so that the dynamic linker resolves the library's
+ * symbols once, before the forks, and not once per rank.  Exit status 0
+ * when every rank passed and every value was right, 1 otherwise, 2 for
+ * usage. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +64,7 @@ struct rank0_rec {
 };
 
 struct opts {
-	int n, port, iters;
+	int n, port, iters, same_host;
 	double timeout_s;
 	enum slotcomm_transport transport;
 };
@@ -150,6 +154,8 @@ static void rank_main(const struct opts *o, int rank, int gate, struct rank_rec 
 	cfg.timeout_s = o->timeout_s;
 	cfg.transport = o->transport;
 	snprintf(cfg.secret, sizeof(cfg.secret), "rdv-scale-secret");
+	if (!o->same_host)
+		snprintf(cfg.host, sizeof(cfg.host), "node-%d", rank);
 	if (rank == 0) {
 		cpu0 = cpu_s();
 		heap0 = heap_bytes();
@@ -298,7 +304,8 @@ static void report(const struct opts *o, const struct rank_rec *recs, const stru
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm]\n");
+	fprintf(stderr, "usage: rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm] "
+		"[-s]\n");
 	return 2;
 }
 
@@ -308,8 +315,9 @@ static int parse(int argc, char **argv, struct opts *o)
 
 	*o = (struct opts){ .n = 0, .port = 0, .iters = 5, .timeout_s = 60,
 			    .transport = SLOTCOMM_TRANSPORT_TCP };
-	while ((opt = getopt(argc, argv, "n:p:t:i:T:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:p:t:i:T:s")) != -1) {
 		switch (opt) {
+		case 's': o->same_host = 1; break;
 		case 'n': o->n = atoi(optarg); break;
 		case 'p': o->port = atoi(optarg); break;
 		case 't': o->timeout_s = atof(optarg); break;
@@ -345,6 +353,10 @@ int main(int argc, char **argv)
 	struct rusage ru;
 	size_t maplen;
 
+	if (!getenv("LD_BIND_NOW")) {
+		setenv("LD_BIND_NOW", "1", 1);
+		execv("/proc/self/exe", argv);
+	}
 	if (parse(argc, argv, &o) < 0)
 		return usage();
 	maplen = sizeof(*recs) * (size_t)o.n + sizeof(*r0);
