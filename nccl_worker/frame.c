@@ -454,3 +454,27 @@ bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const 
 	body = len - FRAME_MAC_LEN;
 	return auth_check(payload + body, secret, label, first, second, payload, body);
 }
+
+void frame_digest(const uint8_t *payload, size_t len, uint8_t digest[FRAME_DIGEST_LEN])
+{
+	auth_digest(digest, payload, len);
+}
+
+void frame_seal_digest(uint8_t mac[FRAME_MAC_LEN], const uint8_t digest[FRAME_DIGEST_LEN],
+		       const char *secret, const char *label, const uint8_t *first,
+		       const uint8_t *second)
+{
+	auth_mac(mac, secret, label, first, second, digest, FRAME_DIGEST_LEN);
+}
+
+bool frame_sealed_digest(const uint8_t *payload, size_t len, const char *secret, const char *label,
+			 const uint8_t *first, const uint8_t *second)
+{
+	uint8_t digest[FRAME_DIGEST_LEN];
+
+	if (len < FRAME_MAC_LEN)
+		return false;
+	frame_digest(payload, len - FRAME_MAC_LEN, digest);
+	return auth_check(payload + len - FRAME_MAC_LEN, secret, label, first, second, digest,
+			  FRAME_DIGEST_LEN);
+}

@@ -32,7 +32,8 @@
 #include "auth.h"
 
 #define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
-#define FRAME_VERSION 3  /* 2: nonces and MACs instead of the secret; 3: BUSY */
+#define FRAME_VERSION 3  /* 2: nonces and MACs instead of the secret; 3: BUSY, the
+                            * table sealed over its digest */
 #define FRAME_HDR_LEN 24
 
 #define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
@@ -209,6 +210,20 @@ void frame_seal(uint8_t *payload, size_t len, const char *secret, const char *la
 		const uint8_t *first, const uint8_t *second);
 bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
 		  const uint8_t *first, const uint8_t *second);
+
+/* The same seal over the SHA-256 of those payload bytes instead of the
+ * bytes themselves: the TABLE's, which rank 0 sends to every rank, each
+ * sealed over its own nonces.  Rank 0 hashes the O(N) table once
+ * (frame_digest, over the len bytes before the MAC) and seals it for each
+ * rank in O(1) (frame_seal_digest writes the MAC); a rank checks it with
+ * frame_sealed_digest. */
+#define FRAME_DIGEST_LEN AUTH_DIGEST_LEN
+void frame_digest(const uint8_t *payload, size_t len, uint8_t digest[FRAME_DIGEST_LEN]);
+void frame_seal_digest(uint8_t mac[FRAME_MAC_LEN], const uint8_t digest[FRAME_DIGEST_LEN],
+		       const char *secret, const char *label, const uint8_t *first,
+		       const uint8_t *second);
+bool frame_sealed_digest(const uint8_t *payload, size_t len, const char *secret, const char *label,
+			 const uint8_t *first, const uint8_t *second);
 
 void frame_allreduce_encode(const struct frame_allreduce *m, uint8_t out[FRAME_ALLREDUCE_LEN]);
 int frame_allreduce_decode(const uint8_t *buf, size_t len, struct frame_allreduce *m,

@@ -191,7 +191,7 @@ static int member_table(struct slotcomm *c, uint8_t *buf, size_t cap, const uint
 	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, mac, &why);
 	if (r < 0)
 		return comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
-	if (!frame_sealed(buf, h.len, c->cfg.secret, RDV_LABEL_TABLE, nonce, challenge))
+	if (!frame_sealed_digest(buf, h.len, c->cfg.secret, RDV_LABEL_TABLE, nonce, challenge))
 		return comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
 				     "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
 	return r;

@@ -322,3 +322,35 @@ LEAK_TEST(frame, sealed_payload_binds_secret_label_nonces_and_bytes)
 	cr_assert(frame_sealed(p, sizeof(p), "", "label", a, b));
 	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", a, b));
 }
+
+/* The table's seal covers the digest of every byte before it, so one hash
+ * serves every rank's seal, and binds the secret, the label and the nonces
+ * as frame_seal does. */
+LEAK_TEST(frame, digest_seal_binds_secret_label_nonces_and_bytes)
+{
+	uint8_t a[FRAME_NONCE_LEN], b[FRAME_NONCE_LEN], p[300 + FRAME_MAC_LEN], q[sizeof(p)];
+	uint8_t d[FRAME_DIGEST_LEN];
+
+	cr_assert_eq(auth_init(), 0);
+	memset(a, 1, sizeof(a));
+	memset(b, 2, sizeof(b));
+	for (size_t i = 0; i < sizeof(p); i++)
+		p[i] = (uint8_t)(i * 7);
+	frame_digest(p, sizeof(p) - FRAME_MAC_LEN, d);
+	frame_seal_digest(p + sizeof(p) - FRAME_MAC_LEN, d, "s3cret", "label", a, b);
+	cr_assert(frame_sealed_digest(p, sizeof(p), "s3cret", "label", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cres", "label", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cret", "other", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cret", "label", b, a));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", a, b),
+		      "a seal over the digest is not one over the bytes");
+	for (size_t i = 0; i < sizeof(p); i++) {
+		memcpy(q, p, sizeof(p));
+		q[i] ^= 0x80;
+		cr_assert_not(frame_sealed_digest(q, sizeof(q), "s3cret", "label", a, b), "byte %zu", i);
+	}
+	cr_assert_not(frame_sealed_digest(p, FRAME_MAC_LEN - 1, "s3cret", "label", a, b));
+	/* what a peer computes: HMAC(secret; label, nonces, SHA-256(bytes)) */
+	auth_mac(q, "s3cret", "label", a, b, d, sizeof(d));
+	cr_assert_eq(memcmp(q, p + sizeof(p) - FRAME_MAC_LEN, FRAME_MAC_LEN), 0);
+}
