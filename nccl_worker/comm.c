@@ -201,16 +201,15 @@ void comm_ring_close(struct ring *g)
 
 /* --- init / destroy ------------------------------------------------------ */
 
+/* Distinct host names in the table: O(size log size), not a comparison
+ * of every pair (a thousand hosts would cost half a million). */
 static void count_hosts(struct slotcomm *c)
 {
-	c->nhosts = 0;
-	for (int i = 0; i < c->size; i++) {
-		int seen = 0;
+	int *scratch = malloc(sizeof(int) * (size_t)c->size);
 
-		for (int j = 0; j < i && !seen; j++)
-			seen = strcmp(c->peers[i].host, c->peers[j].host) == 0;
-		c->nhosts += !seen;
-	}
+	c->nhosts = scratch ? rdv_count_distinct(c->peers[0].host, sizeof(c->peers[0]), c->size,
+						 scratch) : 0;
+	free(scratch);
 }
 
 static void format_addrs(struct slotcomm *c)
@@ -484,9 +483,10 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->ctl_mid = calloc(n, 1);
 	c->watch = calloc(n, sizeof(*c->watch));
 	c->ahead = calloc(n, 1);
+	c->reading = calloc(n, 1);
 	c->pfd = calloc(2 * n + 2, sizeof(*c->pfd));
 	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
-	    !c->pfd) {
+	    !c->reading || !c->pfd) {
 		slotcomm_destroy(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -529,6 +529,7 @@ void slotcomm_destroy(struct slotcomm *c)
 	free(c->ctl_mid);
 	free(c->watch);
 	free(c->ahead);
+	free(c->reading);
 	free(c->pfd);
 	free(c);
 }

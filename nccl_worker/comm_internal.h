@@ -102,6 +102,7 @@ struct slotcomm {
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;
 	unsigned char *ahead;  /* per rank: seen in a later collective (collectives.c) */
+	unsigned char *reading;  /* per rank: a control transfer reads from it (collectives.c) */
 	struct pollfd *pfd;    /* room for 2 * size + 2 entries: a collective's
 				* transfers and what it watches */
 };

@@ -2,6 +2,8 @@
 #include "rdv_plan.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 enum rdv_admit rdv_admit(int np, int cap, int64_t oldest_since, int64_t now, int64_t min_age,
 			 int64_t *when)
@@ -33,4 +35,30 @@ int rdv_nofile_plan(uint64_t need, uint64_t soft, uint64_t hard, uint64_t *set)
 		return -EMFILE;
 	*set = hard;
 	return 1;
+}
+
+struct strings {
+	const char *base;
+	size_t stride;
+};
+
+static int by_string(const void *a, const void *b, void *arg)
+{
+	const struct strings *t = arg;
+
+	return strcmp(t->base + (size_t)*(const int *)a * t->stride,
+		      t->base + (size_t)*(const int *)b * t->stride);
+}
+
+int rdv_count_distinct(const char *base, size_t stride, int n, int *scratch)
+{
+	struct strings t = { base, stride };
+	int distinct = n > 0;
+
+	for (int i = 0; i < n; i++)
+		scratch[i] = i;
+	qsort_r(scratch, (size_t)n, sizeof(*scratch), by_string, &t);
+	for (int i = 1; i < n; i++)
+		distinct += by_string(&scratch[i - 1], &scratch[i], &t) != 0;
+	return distinct;
 }

@@ -3,7 +3,7 @@
  * clock: times and limits come in as values), so that unit tests reach
  * every branch: which connection rank 0 takes next under a join storm,
  * how many descriptors a communicator needs and what RLIMIT_NOFILE must
- * become for it.  Internal to the comm library. */
+ * become for it, and how many distinct strings a table holds.  Internal to the comm library. */
 #ifndef SLOTRUN_RDV_PLAN_H
 #define SLOTRUN_RDV_PLAN_H
 
@@ -39,5 +39,9 @@ long rdv_fds_needed(int rank, int size, int local_size, bool may_shm, int pendin
  * the library does not use); -EMFILE when even the hard limit is too few.
  * UINT64_MAX is RLIM_INFINITY. */
 int rdv_nofile_plan(uint64_t need, uint64_t soft, uint64_t hard, uint64_t *set);
+
+/* How many distinct NUL-terminated strings there are among n, string i at
+ * base + i * stride.  O(n log n); scratch holds n ints. */
+int rdv_count_distinct(const char *base, size_t stride, int n, int *scratch);
 
 #endif

@@ -3,9 +3,12 @@
  * takes connections while it has room, sends the oldest away only once it
  * has had its time, and otherwise leaves newcomers in the backlog until
  * then; the descriptors a communicator needs and what RLIMIT_NOFILE
- * becomes. */
+ * becomes; distinct strings counted without comparing every pair. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "leak_check.h"
 #include "rdv_plan.h"
@@ -60,4 +63,27 @@ LEAK_TEST(rdv_plan, the_soft_limit_is_raised_to_the_hard_one_only_when_needed)
 	cr_assert_eq(set, UINT64_MAX, "RLIM_INFINITY");
 	cr_assert_eq(rdv_nofile_plan(4097, 1024, 4096, &set), -EMFILE);
 	cr_assert_eq(rdv_nofile_plan(5000, UINT64_MAX, UINT64_MAX, &set), 0);
+}
+
+LEAK_TEST(rdv_plan, distinct_strings_are_counted)
+{
+	enum { N = 3000, STRIDE = 24 };
+	char *s = calloc(N, STRIDE);
+	int *scratch = malloc(sizeof(int) * N);
+
+	cr_assert(s && scratch);
+	cr_assert_eq(rdv_count_distinct(s, STRIDE, 0, scratch), 0);
+	cr_assert_eq(rdv_count_distinct(s, STRIDE, 1, scratch), 1);
+	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), 1, "all empty: one");
+	/* 3000 ranks on 750 hosts, interleaved, the empty name among them */
+	for (int i = 0; i < N; i++)
+		if (i % 750)
+			snprintf(s + (size_t)i * STRIDE, STRIDE, "node-%d", (i * 7) % 750);
+	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), 750);
+	/* one each */
+	for (int i = 0; i < N; i++)
+		snprintf(s + (size_t)i * STRIDE, STRIDE, "h%d", N - i);
+	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), N);
+	free(s);
+	free(scratch);
 }

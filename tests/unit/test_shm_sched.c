@@ -5,6 +5,7 @@
  * wrap; ranks group into nodes by key. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "shm_sched.h"
@@ -154,4 +155,34 @@ LEAK_TEST(shm_sched, ranks_group_into_nodes_by_key)
 	m = shm_node_leaders(&keys[0][0], 16, 6, leaders);
 	cr_assert_eq(m, 4);
 	cr_assert(leaders[0] == 0 && leaders[1] == 2 && leaders[2] == 3 && leaders[3] == 5);
+}
+
+/* A thousand nodes, their ranks interleaved: each node's leader is its
+ * lowest rank, in order, as a comparison of every pair would find. */
+LEAK_TEST(shm_sched, leaders_of_many_nodes)
+{
+	enum { N = 4096, NODES = 1024, STRIDE = 24 };
+	static char keys[N][STRIDE];
+	static int leaders[N];
+	int m, k = 0;
+
+	for (int r = 0; r < N; r++) {
+		if (r % 97 == 5)
+			keys[r][0] = '\0';  /* unknown: a node of its own */
+		else
+			snprintf(keys[r], STRIDE, "boot-%d", (r * 389) % NODES);
+	}
+	m = shm_node_leaders(&keys[0][0], STRIDE, N, leaders);
+	for (int r = 0; r < N; r++) {
+		int first = 1;
+
+		for (int q = 0; q < r && first && keys[r][0]; q++)
+			first = strcmp(keys[q], keys[r]) != 0;
+		if (!first)
+			continue;
+		cr_assert_lt(k, m, "rank %d leads a node, but only %d leaders were found", r, m);
+		cr_assert_eq(leaders[k], r, "leader %d is %d, not %d", k, leaders[k], r);
+		k++;
+	}
+	cr_assert_eq(k, m);
 }
