@@ -9,9 +9,10 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json and
-allreduce_nodes.json (any may be missing).  Without --dir nothing is
-measured, merged or drawn: bench/README.md is written again from the
+DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
+allreduce_nodes.json and rdv_scale.json (any may be missing; with --merge a
+missing one keeps its figures from the results file).  Without --dir nothing
+is measured, merged or drawn: bench/README.md is written again from the
 results file as it is."""
 import argparse
 import datetime
@@ -70,6 +71,42 @@ def plot(res, key, ranks, png, title, tmp, panel="n = {}"):
         lines.append("plot " + ", ".join(curves))
     lines.append("unset multiplot")
     script = os.path.join(tmp, os.path.basename(png) + ".gp")
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    subprocess.run(["gnuplot", script], check=True)
+    return True
+
+
+def plot_rdv(R, png, tmp):
+    """The rendezvous's times against N, log-log: a panel per figure, a
+    line per contender (failed runs have no point)."""
+    if not shutil.which("gnuplot"):
+        print(f"report: no gnuplot, {png} not drawn", file=sys.stderr)
+        return False
+    panels = (("init_s", "init: last start to last rank past init (s)"),
+              ("barrier_ms", "barrier (ms)"), ("allgather_ms", "allgather of 8 bytes (ms)"))
+    lines = ["set terminal pngcairo size 1400,500 font ',11'" if _has_cairo() else
+             "set terminal png size 1400,500",
+             f"set output '{png}'",
+             f"set multiplot layout 1,3 title 'rendezvous of N ranks on one machine "
+             f"({os.cpu_count()} cores), median of {R['rounds']} rounds'",
+             "set logscale xy 2", "set grid", "set key top left", "set xlabel 'ranks'",
+             "set format y '%.3g'", "set xtics (" + ", ".join(f"'{n}' {n}" for n in R["sizes"]) + ")",
+             f"set xrange [{min(R['sizes']) / 1.5}:{max(R['sizes']) * 1.5}]"]
+    for key, title in panels:
+        curves = []
+        for c in R["contenders"]:
+            pts = [(int(n), v[key]) for n, v in sorted(R["results"][c].items(), key=lambda kv: int(kv[0]))
+                   if key in v and v[key] > 0]
+            if not pts:
+                continue
+            dat = os.path.join(tmp, f"rdv-{key}-{c.replace(' ', '_')}.dat")
+            with open(dat, "w") as f:
+                f.writelines(f"{n} {y}\n" for n, y in pts)
+            curves.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{c}'")
+        lines += [f"set title '{title}'", "plot " + ", ".join(curves)]
+    lines.append("unset multiplot")
+    script = os.path.join(tmp, "rdv_scale.gp")
     with open(script, "w") as f:
         f.write("\n".join(lines) + "\n")
     subprocess.run(["gnuplot", script], check=True)
@@ -318,6 +355,60 @@ def readme_plane(J):
     return out + [""]
 
 
+def _rdv_cell(v, key, fmt):
+    if key not in v:
+        return "failed" if v.get("failures") else "-"
+    return fmt.format(v[key])
+
+
+def readme_rdv(R):
+    res, cs = R["results"], R["contenders"]
+    ours = cs[0]
+    out = ["## Rendezvous at scale", "",
+           f"`bench/rdv_scale.py`: N ranks of the comm library forked on this machine by `bench/rdv_scale` "
+           "(no launcher; loopback; each rank its own host name) and released at once into "
+           f"`slotcomm_init` (`SLOTRUN_TRANSPORT=tcp`), {R['iters']} barriers and {R['iters']} allgathers "
+           "of 8 bytes checked on every rank; median of "
+           f"{R['rounds']} rounds in which the contenders take turns.  Init: from the last rank's start "
+           "to the last rank past init; barrier and allgather: from the last rank's entry to the last "
+           "rank's exit.  The baselines are this driver linked against the library of earlier commits: "
+           + ", ".join(f"`{c}`" for c in cs[1:]) + ".  Ratio: the baseline's figure over ours.  With "
+           "every rank on 2 cores, the wall times are bounded by the CPU time of all ranks together, "
+           "and they move with the machine's load: 1-minute load average "
+           f"{R.get('load_before', float('nan')):.2f} before, {R.get('load_after', float('nan')):.2f} "
+           f"after (net.core.somaxconn {R.get('somaxconn', '?')}).", "",
+           "![rendezvous times against N](rdv_scale.png)", ""]
+    head = "| N | figure | " + " | ".join(f"`{c}`" for c in cs) + "".join(
+        f" | `{c}` / ours" for c in cs[1:]) + " |"
+    out += [head, "|---:|---|" + "---:|" * (2 * len(cs) - 1)]
+    rows = (("init_s", "init (s)", "{:.3f}", None), ("barrier_ms", "barrier (ms)", "{:.1f}", None),
+            ("allgather_ms", "allgather (ms)", "{:.1f}", None),
+            ("cpu_s", "rank 0's CPU (s)", "{:.3f}", "rank0"),
+            ("ranks_cpu_s", "all ranks' CPU (s)", "{:.2f}", None))
+    for n in R["sizes"]:
+        for key, what, fmt, sub in rows:
+            vals = []
+            for c in cs:
+                v = res.get(c, {}).get(str(n), {})
+                vals.append((v.get(sub, {}) if sub else v, v))
+            cells = [_rdv_cell(x, key, fmt) for x, _ in vals]
+            mine = vals[0][0].get(key)
+            ratios = [ratio(x.get(key), mine) for x, _ in vals[1:]]
+            out.append(f"| {n} | {what} | " + " | ".join(cells) + "".join(f" | {r}" for r in ratios) + " |")
+    out += ["", f"Rank 0 of `{ours}`: memory and descriptors (heap: what `slotcomm_init` left allocated).", "",
+            "| N | peak RSS | heap | heap per rank | descriptors opened |", "|---:|---:|---:|---:|---:|"]
+    for n in R["sizes"]:
+        v = res.get(ours, {}).get(str(n), {}).get("rank0")
+        if v:
+            out.append(f"| {n} | {v['peak_rss_kib'] / 1024:.1f} MiB | {v['heap_bytes'] / 1024:.0f} KiB | "
+                       f"{v['heap_bytes'] / n:.0f} B | {v['fds']:.0f} |")
+    fails = [(c, n, v) for c in cs for n, v in res.get(c, {}).items() if v.get("failures")]
+    if fails:
+        out += ["", "Failed runs:", ""]
+        out += [f"- `{c}`, N = {n}: {v['failures']} of {v['runs']}: {v.get('error', '?')}" for c, n, v in fails]
+    return out + [""]
+
+
 def write_readme(doc, path):
     """bench/README.md from a results document: the machine and date, every
     figure beside its baseline and the ratio, then the lab log's notes."""
@@ -330,7 +421,8 @@ def write_readme(doc, path):
            "here moves with the machine's load.", "",
            f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
-                    ("launch", readme_launch), ("wrap_rank", readme_wrap), ("job_plane", readme_plane)):
+                    ("launch", readme_launch), ("wrap_rank", readme_wrap), ("job_plane", readme_plane),
+                    ("rdv_scale", readme_rdv)):
         if doc.get(key):
             out += fn(doc[key])
     text = "\n".join(out) + "\n" + NOTES
@@ -360,6 +452,8 @@ def main():
     ap.add_argument("--results", default=os.path.join(here, "results.json"))
     ap.add_argument("--plots", default=here)
     ap.add_argument("--readme", default=os.path.join(here, "README.md"))
+    ap.add_argument("--merge", action="store_true",
+                    help="a benchmark missing from DIR keeps its figures from the results file")
     a = ap.parse_args()
     if not a.dir:
         with open(a.results) as f:
@@ -369,8 +463,12 @@ def main():
         return
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
-    for name in ("launch", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes"):
-        doc[name] = load(a.dir, name)
+    old = {}
+    if a.merge and os.path.exists(a.results):
+        with open(a.results) as f:
+            old = json.load(f)
+    for name in ("launch", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "rdv_scale"):
+        doc[name] = load(a.dir, name) or old.get(name)
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
@@ -430,6 +528,20 @@ def main():
         plot(nodes_doc, "results", [N["slots"]], os.path.join(a.plots, "allreduce_nodes.png"),
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
+
+    R = doc["rdv_scale"]
+    if R and load(a.dir, "rdv_scale"):
+        ours = R["contenders"][0]
+        for n in R["sizes"]:
+            v = R["results"][ours].get(str(n), {})
+            if "init_s" not in v:
+                continue
+            for c in R["contenders"][1:]:
+                b = R["results"].get(c, {}).get(str(n), {})
+                rows.append((f"rendezvous n={n}: init s / barrier ms / allgather ms", ours,
+                             f"{v['init_s']:.3f} / {v['barrier_ms']:.1f} / {v['allgather_ms']:.1f}",
+                             f"{b['init_s'] / v['init_s']:.2f}x {c}" if "init_s" in b else f"{c} failed"))
+        plot_rdv(R, os.path.join(a.plots, "rdv_scale.png"), a.dir)
 
     w = [max(len(r[i]) for r in rows) if rows else 0 for i in range(4)]
     print(f"# summary ({doc['date']}); every figure with its baseline from the same run")
