@@ -16,7 +16,8 @@
  *
  *   rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm] [-s]
  *
- * Every rank talks to 127.0.0.1:PORT (default: a free port) and calls its
+ * Every rank talks to 127.0.0.1:PORT (default: a free port outside the
+ * ephemeral range, which the ranks' own sockets use) and calls its
  * host "node-RANK", as if each ran on a machine of its own (-s: the real
  * host name, the same for all).  The ranks race rank 0 to the
  * rendezvous, as under a launcher.  The driver runs itself again with
@@ -212,17 +213,36 @@ out:
 	_exit(st);
 }
 
+/* A free port below the kernel's ephemeral range: a thousand ranks bind
+ * and connect from ephemeral ports while rank 0 starts, and one of them
+ * would otherwise take the port first now and then. */
 static int free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+	int lo = 32768, hi = 60999, port = -1;
 
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
+	if (f) {
+		if (fscanf(f, "%d %d", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	srand((unsigned)now_ns() ^ (unsigned)getpid());
+	for (int tries = 0; tries < 100 && port < 0; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), p;
+
+		if (lo > 11024)
+			p = 10000 + rand() % (lo - 11024);
+		else if (hi < 64535)
+			p = hi + 1 + rand() % (65535 - hi);
+		else
+			p = 1024 + rand() % 64000;
+		a.sin_port = htons((uint16_t)p);
+		if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
+			port = p;
+		if (fd >= 0)
+			close(fd);
+	}
 	return port;
 }
 
