@@ -258,36 +258,44 @@ static int connect_leader_ring(struct slotcomm *c, const int *leaders, int nnode
 	return 0;
 }
 
-/* Whether every node could set up its shared memory: one allgather, so
- * that all ranks take the same decision.  Returns 1 (all could), 0 with the
- * first failure's reason in why, or the control plane's failure. */
+/* Whether every node could set up its shared memory, so that all ranks
+ * take the same decision: rank 0 gathers the votes and broadcasts the
+ * first failure (O(N) bytes in all, where an allgather would move O(N^2)).
+ * Returns 1 (all could), 0 with the first failure's reason in why, or the
+ * control plane's failure. */
 static int agree(struct slotcomm *c, int ok, char *why, size_t len)
 {
 	struct vote {
 		char ok;
 		char why[231];
-	} mine = { .ok = (char)ok }, *all = calloc((size_t)c->size, sizeof(*all));
+	} mine = { .ok = (char)ok }, *all = NULL;
 	int r;
 
-	if (!all)
+	if (c->rank == 0 && !(all = calloc((size_t)c->size, sizeof(*all))))
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	snprintf(mine.why, sizeof(mine.why), "%s", why);
-	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
-	for (int i = 0; r == 0 && i < c->size; i++) {
+	r = slotcomm_gather(c, &mine, sizeof(mine), all);
+	for (int i = 0; r == 0 && all && i < c->size; i++) {
 		if (!all[i].ok) {
-			all[i].why[sizeof(all[i].why) - 1] = '\0';
-			snprintf(why, len, "%s", all[i].why);
-			r = 1;
+			mine = all[i];
 			break;
 		}
 	}
 	free(all);
-	return r < 0 ? r : r == 0;
+	if (r == 0)
+		r = slotcomm_broadcast(c, &mine, sizeof(mine));
+	if (r < 0)
+		return r;
+	mine.why[sizeof(mine.why) - 1] = '\0';
+	if (!mine.ok)
+		snprintf(why, len, "%s", mine.why);
+	return mine.ok != 0;
 }
 
-/* SLOTRUN_TRANSPORT (docs/comm.md, "Choosing the transport"): every rank says what it asked
- * for, which node it is on and where its node's segment can be fetched;
- * then all take the same decision from the same table.  tcp: the ring
+/* SLOTRUN_TRANSPORT (docs/comm.md, "Choosing the transport"): every rank
+ * said in the rendezvous what it asked for, which node it is on and where
+ * its node's segment can be fetched (the table's frame_node: no allgather
+ * of it); all take the same decision from the same table.  tcp: the ring
  * through every rank.  auto: shared memory when two ranks share a node
  * (the shm transport on one node, the hierarchical one across several),
  * else, or when a node cannot set it up, the TCP ring.  shm: shared memory
@@ -304,13 +312,11 @@ static int pick_transport(struct slotcomm *c, int dlfd, int64_t deadline)
 		free(leaders);
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	}
-	shm_info_fill(c, &mine);
-	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
-	if (r < 0)
-		goto out;
+	for (int i = 0; i < c->size; i++)
+		shm_info_from_node(&c->peers[i].node, &all[i]);
+	mine = all[c->rank];
+	r = 0;
 	for (int i = 0; i < c->size; i++) {
-		all[i].key[sizeof(all[i].key) - 1] = '\0';
-		all[i].sock[sizeof(all[i].sock) - 1] = '\0';
 		if (all[i].transport != mine.transport) {
 			r = comm_init_err(c, -EINVAL, "SLOTRUN_TRANSPORT differs: rank %d has %s, rank %d "
 					  "%s", i, asked(all[i].transport), c->rank,
@@ -411,6 +417,7 @@ static int fit_nofile(struct slotcomm *c)
 static int do_init(struct slotcomm *c, int64_t deadline)
 {
 	struct sockaddr_storage master, data;
+	struct shm_info mine;
 	socklen_t mlen = 0, dlen = 0;
 	char my_addr[FRAME_ADDR_MAX] = "", b[80];
 	int dlfd = -1, dport, r;
@@ -441,6 +448,8 @@ static int do_init(struct slotcomm *c, int64_t deadline)
 		return comm_init_err(c, r, "cannot listen for ring connections: %s", strerror(-r));
 	dport = sock_local_port(dlfd);
 
+	shm_info_fill(c, &mine);
+	shm_info_to_node(&mine, &c->peers[c->rank].node);
 	r = rdv_run(c, &master, mlen, my_addr, dport, deadline);
 	if (r == 0) {
 		format_addrs(c);

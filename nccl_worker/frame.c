@@ -256,6 +256,26 @@ static long wr_done(struct frame_wr *w)
 	return w->err ? w->err : (long)w->pos;
 }
 
+static void put_node(struct frame_wr *w, const struct frame_node *n)
+{
+	frame_put_u8(w, n->transport);
+	frame_put_bytes(w, n->id, sizeof(n->id));
+	frame_put_bytes(w, n->sock, sizeof(n->sock));
+	frame_put_bytes(w, n->token, sizeof(n->token));
+}
+
+static void get_node(struct frame_rd *r, struct frame_node *n)
+{
+	n->transport = frame_get_u8(r);
+	frame_get_bytes(r, n->id, sizeof(n->id));
+	frame_get_bytes(r, n->sock, sizeof(n->sock));
+	frame_get_bytes(r, n->token, sizeof(n->token));
+	if (!r->err && n->transport != 'a' && n->transport != 't' && n->transport != 's') {
+		r->err = -EPROTO;
+		r->why = "unknown transport";
+	}
+}
+
 long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t cap)
 {
 	struct frame_wr w = { .p = buf, .cap = cap };
@@ -268,6 +288,7 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 	frame_put_str(&w, m->addr);
 	frame_put_u16(&w, m->port);
 	frame_put_bytes(&w, m->ring_nonce, sizeof(m->ring_nonce));
+	put_node(&w, &m->node);
 	frame_put_bytes(&w, m->nonce, sizeof(m->nonce));
 	frame_put_bytes(&w, m->mac, sizeof(m->mac));
 	return wr_done(&w);
@@ -286,6 +307,7 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	frame_get_str(&r, m->addr, sizeof(m->addr));
 	m->port = frame_get_u16(&r);
 	frame_get_bytes(&r, m->ring_nonce, sizeof(m->ring_nonce));
+	get_node(&r, &m->node);
 	frame_get_bytes(&r, m->nonce, sizeof(m->nonce));
 	frame_get_bytes(&r, m->mac, sizeof(m->mac));
 	if (!r.err && m->port == 0) {
@@ -306,6 +328,7 @@ long frame_table_encode(const struct frame_peer *peers, uint32_t n,
 		frame_put_str(&w, peers[i].addr);
 		frame_put_u16(&w, peers[i].port);
 		frame_put_bytes(&w, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
+		put_node(&w, &peers[i].node);
 	}
 	frame_put_bytes(&w, mac, FRAME_MAC_LEN);
 	return wr_done(&w);
@@ -326,6 +349,7 @@ int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_
 		frame_get_str(&r, peers[i].addr, sizeof(peers[i].addr));
 		peers[i].port = frame_get_u16(&r);
 		frame_get_bytes(&r, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
+		get_node(&r, &peers[i].node);
 		if (!r.err && peers[i].port == 0) {
 			r.err = -EPROTO;
 			r.why = "port 0";

@@ -33,7 +33,7 @@
 
 #define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
 #define FRAME_VERSION 3  /* 2: nonces and MACs instead of the secret; 3: BUSY, the
-                            * table sealed over its digest */
+                            * table sealed over its digest, the node in the table */
 #define FRAME_HDR_LEN 24
 
 #define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
@@ -126,12 +126,30 @@ int frame_get_end(struct frame_rd *r, const char **why);
 
 /* --- messages ------------------------------------------------------------ */
 
+/* What a rank says about its node in the rendezvous, for the transport
+ * choice (comm.c, shm.h), so that no allgather is needed for it: the
+ * SLOTRUN_TRANSPORT it was given ('a'uto, 't'cp or 's'hm), its node (a
+ * digest of the boot id and network namespace; zeros: unknown), the
+ * abstract socket its node's segment may be fetched from (random bytes
+ * that name it; zeros: none) and the token that proves it to its node's
+ * leader. */
+#define FRAME_NODE_ID_LEN 16
+struct frame_node {
+	uint8_t transport;
+	uint8_t id[FRAME_NODE_ID_LEN];
+	uint8_t sock[FRAME_NODE_ID_LEN];
+	uint8_t token[FRAME_NODE_ID_LEN];
+};
+
+#define FRAME_NODE_LEN (1 + 3 * FRAME_NODE_ID_LEN)
+
 struct frame_register {
 	uint32_t rank, size, local_rank, local_size;
 	char host[FRAME_HOST_MAX];
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
 	uint8_t ring_nonce[FRAME_NONCE_LEN];  /* this rank's data plane's, for HELLOs to it */
+	struct frame_node node;
 	uint8_t nonce[FRAME_NONCE_LEN];       /* this rank's, for the TABLE's MAC */
 	uint8_t mac[FRAME_MAC_LEN];
 };
@@ -141,6 +159,7 @@ struct frame_peer {
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
 	uint8_t ring_nonce[FRAME_NONCE_LEN];
+	struct frame_node node;
 };
 
 struct frame_hello {
@@ -165,8 +184,9 @@ struct frame_allreduce {
 
 /* Largest payloads a receiver should accept (for frame_decode_hdr). */
 #define FRAME_REGISTER_MAX (4 * 4 + 2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + \
-			    2 * FRAME_NONCE_LEN + FRAME_MAC_LEN)
-#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + FRAME_NONCE_LEN)
+			    2 * FRAME_NONCE_LEN + FRAME_NODE_LEN + FRAME_MAC_LEN)
+#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + FRAME_NONCE_LEN + \
+			FRAME_NODE_LEN)
 #define FRAME_TABLE_MAX(n) (4 + (size_t)(n) * FRAME_PEER_MAX + FRAME_MAC_LEN)
 #define FRAME_HELLO_LEN (4 + FRAME_NONCE_LEN + FRAME_MAC_LEN)
 #define FRAME_CHALLENGE_LEN FRAME_NONCE_LEN

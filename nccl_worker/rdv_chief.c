@@ -141,6 +141,7 @@ static int take_registration(struct slotcomm *c, struct pending *p, struct regis
 	snprintf(c->peers[m.rank].addr, sizeof(c->peers[m.rank].addr), "%s", m.addr);
 	c->peers[m.rank].port = m.port;
 	memcpy(c->peers[m.rank].ring_nonce, m.ring_nonce, FRAME_NONCE_LEN);
+	c->peers[m.rank].node = m.node;
 	return 1;
 }
 

@@ -151,6 +151,7 @@ static int member_fill(struct slotcomm *c, const char *my_addr, int dport,
 	m->port = (uint16_t)dport;
 	snprintf(m->host, sizeof(m->host), "%s", c->cfg.host);
 	memcpy(m->ring_nonce, c->peers[c->rank].ring_nonce, FRAME_NONCE_LEN);
+	m->node = c->peers[c->rank].node;
 	auth_nonce(m->nonce);
 	return 0;
 }

@@ -125,14 +125,16 @@ def lstr(s):
 
 
 RING_NONCE, RNONCE, RMAC = b"\x11" * 32, b"\x22" * 32, b"\x33" * 32
+NODE = b"a" + b"\x44" * 16 + b"\x55" * 16 + b"\x66" * 16  # transport, node id, socket, token
 register = (struct.pack("<IIII", 1, 4, 1, 2) + lstr("node1") + lstr("10.0.0.2") + struct.pack("<H", 40000)
-            + RING_NONCE + RNONCE + RMAC)
+            + RING_NONCE + NODE + RNONCE + RMAC)
 put("frame", "register", nframe(1, register))
-put("frame", "register_port_0", nframe(1, register[:-98] + struct.pack("<H", 0) + register[-96:]))
+put("frame", "register_port_0", nframe(1, register[:-147] + struct.pack("<H", 0) + register[-145:]))
 put("frame", "register_short_mac", nframe(1, register[:-1]))
+put("frame", "register_bad_transport", nframe(1, register[:-113] + b"x" + register[-112:]))
 put("frame", "table", nframe(2, struct.pack("<I", 2) + lstr("a") + lstr("10.0.0.1") + struct.pack("<H", 1)
-                             + RING_NONCE + lstr("b") + lstr("10.0.0.2") + struct.pack("<H", 2) + RNONCE
-                             + RMAC))
+                             + RING_NONCE + NODE + lstr("b") + lstr("10.0.0.2") + struct.pack("<H", 2)
+                             + RNONCE + b"t" + bytes(48) + RMAC))
 put("frame", "table_short", nframe(2, struct.pack("<I", 3) + lstr("a")))
 put("frame", "reject", nframe(3, lstr("wrong secret")))
 put("frame", "reject_control_char", nframe(3, lstr("bad\x1b[31m")))

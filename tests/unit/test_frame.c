@@ -101,6 +101,10 @@ static struct frame_register sample_register(void)
 	strcpy(m.host, "node-7");
 	strcpy(m.addr, "10.0.0.7");
 	memset(m.ring_nonce, 0xa1, sizeof(m.ring_nonce));
+	m.node.transport = 'a';
+	memset(m.node.id, 0xd4, sizeof(m.node.id));
+	memset(m.node.sock, 0xe5, sizeof(m.node.sock));
+	memset(m.node.token, 0xf6, sizeof(m.node.token));
 	memset(m.nonce, 0xb2, sizeof(m.nonce));
 	memset(m.mac, 0xc3, sizeof(m.mac));
 	return m;
@@ -123,6 +127,10 @@ LEAK_TEST(frame, register_round_trip_and_every_truncation_fails)
 	cr_assert_str_eq(got.host, "node-7");
 	cr_assert_str_eq(got.addr, "10.0.0.7");
 	cr_assert_arr_eq(got.ring_nonce, m.ring_nonce, sizeof(m.ring_nonce));
+	cr_assert_eq(got.node.transport, 'a');
+	cr_assert_arr_eq(got.node.id, m.node.id, sizeof(m.node.id));
+	cr_assert_arr_eq(got.node.sock, m.node.sock, sizeof(m.node.sock));
+	cr_assert_arr_eq(got.node.token, m.node.token, sizeof(m.node.token));
 	cr_assert_arr_eq(got.nonce, m.nonce, sizeof(m.nonce));
 	cr_assert_arr_eq(got.mac, m.mac, sizeof(m.mac));
 
@@ -153,6 +161,12 @@ LEAK_TEST(frame, register_rejects_bad_strings_and_port_0)
 	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
 	cr_assert_str_eq(why, "port 0");
 
+	m = sample_register();
+	m.node.transport = 'x';
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "unknown transport");
+
 	/* A host string claiming 0xffff bytes. */
 	m = sample_register();
 	n = frame_register_encode(&m, buf, sizeof(buf));
@@ -179,8 +193,9 @@ LEAK_TEST(frame, encoder_reports_no_room)
 
 LEAK_TEST(frame, table_round_trip_and_size_check)
 {
-	struct frame_peer p[3] = { { "a", "127.0.0.1", 1, { 1 } }, { "b", "::1", 2, { 2 } },
-				   { "c", "10.1.1.1", 3, { 3 } } };
+	struct frame_peer p[3] = { { "a", "127.0.0.1", 1, { 1 }, { 't', { 4 }, { 0 }, { 7 } } },
+				   { "b", "::1", 2, { 2 }, { 'a', { 5 }, { 8 }, { 9 } } },
+				   { "c", "10.1.1.1", 3, { 3 }, { 's', { 0 }, { 6 }, { 1 } } } };
 	struct frame_peer got[3];
 	uint8_t buf[FRAME_TABLE_MAX(3)], mac[FRAME_MAC_LEN], gmac[FRAME_MAC_LEN];
 	const char *why;
@@ -188,14 +203,15 @@ LEAK_TEST(frame, table_round_trip_and_size_check)
 
 	memset(mac, 0x5a, sizeof(mac));
 	n = frame_table_encode(p, 3, mac, buf, sizeof(buf));
-	/* the count, three (host, addr, port, nonce) and the MAC */
-	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32) + (6 + 1 + 3 + 32) + (6 + 1 + 8 + 32) + 32);
+	/* the count, three (host, addr, port, nonce, node) and the MAC */
+	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32 + 49) + (6 + 1 + 3 + 32 + 49) + (6 + 1 + 8 + 32 + 49) + 32);
 	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, gmac, &why), 0);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_str_eq(got[i].host, p[i].host);
 		cr_assert_str_eq(got[i].addr, p[i].addr);
 		cr_assert_eq(got[i].port, p[i].port);
 		cr_assert_arr_eq(got[i].ring_nonce, p[i].ring_nonce, FRAME_NONCE_LEN);
+		cr_assert_eq(memcmp(&got[i].node, &p[i].node, sizeof(p[i].node)), 0, "peer %d's node", i);
 	}
 	cr_assert_arr_eq(gmac, mac, sizeof(mac));
 	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, gmac, &why), -EPROTO);
