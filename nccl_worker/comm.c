@@ -98,6 +98,26 @@ static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss,
 	return found;
 }
 
+/* "addr:port" of a rank, formatted on first use: a job of thousands asks
+ * for a few (its ring neighbours', a failure's), and the array's untouched
+ * pages cost nothing. */
+static const char *peer_addr(const struct slotcomm *c, int rank)
+{
+	const struct frame_peer *p = &c->peers[rank];
+	char *s = c->peer_addr[rank];
+	size_t len = sizeof(c->peer_addr[rank]);
+
+	if (s[0])
+		return s;
+	if (!p->port)
+		snprintf(s, len, "-");
+	else if (strchr(p->addr, ':'))
+		snprintf(s, len, "[%s]:%u", p->addr, p->port);
+	else
+		snprintf(s, len, "%s:%u", p->addr, p->port);
+	return s;
+}
+
 /* --- ring ---------------------------------------------------------------- */
 
 #define LABEL_HELLO "slotrun-ring-hello"
@@ -127,11 +147,11 @@ int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t dead
 	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
 	if (r < 0)
 		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
-				     c->peer_addr[right]);
+				     peer_addr(c, right));
 	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &g->send_fd);
 	if (r < 0)
 		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
-				     c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
+				     peer_addr(c, right), r == -ETIMEDOUT ? "timed out" : strerror(-r));
 	ring_tune(g, g->send_fd);
 	auth_nonce(hello.nonce);
 	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
@@ -210,20 +230,6 @@ static void count_hosts(struct slotcomm *c)
 	c->nhosts = scratch ? rdv_count_distinct(c->peers[0].host, sizeof(c->peers[0]), c->size,
 						 scratch) : 0;
 	free(scratch);
-}
-
-static void format_addrs(struct slotcomm *c)
-{
-	for (int i = 0; i < c->size; i++) {
-		const struct frame_peer *p = &c->peers[i];
-
-		if (!p->port)
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "-");
-		else if (strchr(p->addr, ':'))
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "[%s]:%u", p->addr, p->port);
-		else
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "%s:%u", p->addr, p->port);
-	}
 }
 
 /* The ring through every rank, in rank order. */
@@ -451,10 +457,8 @@ static int do_init(struct slotcomm *c, int64_t deadline)
 	shm_info_fill(c, &mine);
 	shm_info_to_node(&mine, &c->peers[c->rank].node);
 	r = rdv_run(c, &master, mlen, my_addr, dport, deadline);
-	if (r == 0) {
-		format_addrs(c);
+	if (r == 0)
 		r = pick_transport(c, dlfd, deadline);
-	}
 	close(dlfd);
 	return r;
 }
@@ -507,7 +511,6 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	} else {
 		r = do_init(c, sock_deadline_in(cfg->timeout_s));
 	}
-	format_addrs(c);
 	count_hosts(c);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", c->err);
@@ -559,7 +562,7 @@ const char *slotcomm_peer_host(const struct slotcomm *c, int rank)
 
 const char *slotcomm_peer_addr(const struct slotcomm *c, int rank)
 {
-	return rank >= 0 && rank < c->size ? c->peer_addr[rank] : "?";
+	return rank >= 0 && rank < c->size ? peer_addr(c, rank) : "?";
 }
 
 const char *slotcomm_transport_name(const struct slotcomm *c)

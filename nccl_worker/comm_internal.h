@@ -75,7 +75,7 @@ struct slotcomm {
 	int rank, size;
 	int64_t timeout_ns;
 	struct frame_peer *peers;  /* the table, indexed by rank */
-	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port" */
+	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port", "" until asked (comm.c) */
 	int nhosts;
 
 	/* Control connections (the rendezvous sockets, kept): on rank 0, ctl[r]
