@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The comm library's authenticated rendezvous (nccl_worker/rendezvous.c):
-the job secret never crosses the wire, a recorded handshake fails when it
-is played again, in either direction, a forged ring HELLO is refused, and
-connections that do not register are capped and dropped after a deadline.
+"""The comm library's authenticated rendezvous (nccl_worker/rendezvous.c,
+rdv_chief.c): the job secret never crosses the wire, a recorded handshake
+fails when it is played again, in either direction, a forged ring HELLO is
+refused, and connections that do not register are capped (the oldest sent
+away, busy, once newer ones wait) and dropped after a deadline.
 
 A recording proxy stands between rank 1 and rank 0 for the first case; the
 others play rank 0 or rank 1 by hand with what it recorded."""
@@ -259,7 +260,8 @@ def unregistered_connections_are_capped_and_dropped_after_10s():
     t0 = time.monotonic()
     socks = [first] + [try_connect(port) for _ in range(69)]
     assert all(socks)
-    # at most 64 are held: the six oldest go at once
+    # at most 64 are held: the six newest wait in the backlog, and the six
+    # oldest make room for them once they have had their second
     for s in socks[:6]:
         assert sees_eof(s, 5), "an unregistered connection beyond the cap was kept"
     # the rest when their 10 s are up
