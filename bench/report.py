@@ -61,18 +61,26 @@ def plot(res, key, ranks, png, title, tmp, panel="n = {}"):
         curves = []
         for c, per_n in res[key].items():
             pts = sorted((int(s), v["busbw"]) for s, v in per_n.get(str(n), {}).items() if v["busbw"] > 0)
-            if not pts:
-                continue
-            dat = os.path.join(tmp, f"{key}-{c}-{n}.dat")
-            with open(dat, "w") as f:
-                f.writelines(f"{s} {b}\n" for s, b in pts)
-            curves.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{LABEL.get(c, c)}'")
+            if pts:
+                curves.append(_curve(tmp, f"{key}-{c}-{n}", pts, LABEL.get(c, c)))
         lines.append(f"set title '{panel.format(n)}'")
         lines.append("plot " + ", ".join(curves))
-    lines.append("unset multiplot")
+    return _draw(lines, png, tmp)
+
+
+def _curve(tmp, name, pts, title):
+    """A data file of (x, y) points and the plot clause that draws it."""
+    dat = os.path.join(tmp, name.replace(" ", "_") + ".dat")
+    with open(dat, "w") as f:
+        f.writelines(f"{x} {y}\n" for x, y in pts)
+    return f"'{dat}' using 1:2 with linespoints lw 2 title '{title}'"
+
+
+def _draw(lines, png, tmp):
+    """Ends the multiplot and runs gnuplot on lines."""
     script = os.path.join(tmp, os.path.basename(png) + ".gp")
     with open(script, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines + ["unset multiplot"]) + "\n")
     subprocess.run(["gnuplot", script], check=True)
     return True
 
@@ -98,19 +106,10 @@ def plot_rdv(R, png, tmp):
         for c in R["contenders"]:
             pts = [(int(n), v[key]) for n, v in sorted(R["results"][c].items(), key=lambda kv: int(kv[0]))
                    if key in v and v[key] > 0]
-            if not pts:
-                continue
-            dat = os.path.join(tmp, f"rdv-{key}-{c.replace(' ', '_')}.dat")
-            with open(dat, "w") as f:
-                f.writelines(f"{n} {y}\n" for n, y in pts)
-            curves.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{c}'")
+            if pts:
+                curves.append(_curve(tmp, f"rdv-{key}-{c}", pts, c))
         lines += [f"set title '{title}'", "plot " + ", ".join(curves)]
-    lines.append("unset multiplot")
-    script = os.path.join(tmp, "rdv_scale.gp")
-    with open(script, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    subprocess.run(["gnuplot", script], check=True)
-    return True
+    return _draw(lines, png, tmp)
 
 
 def _has_cairo():
@@ -467,13 +466,18 @@ def main():
     if a.merge and os.path.exists(a.results):
         with open(a.results) as f:
             old = json.load(f)
+    fresh = set()  # measured now: only these are drawn and summed up
     for name in ("launch", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "rdv_scale"):
-        doc[name] = load(a.dir, name) or old.get(name)
+        doc[name] = load(a.dir, name)
+        if doc[name]:
+            fresh.add(name)
+        else:
+            doc[name] = old.get(name)
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
     rows = []
-    L = doc["launch"]
+    L = doc["launch"] if "launch" in fresh else None
     if L:
         base = L["launch_ms"].get("slotrun --slots 8")
         for k, v in L["launch_ms"].items():
@@ -482,12 +486,12 @@ def main():
             rows.append(("teardown after a failure (ms)", k, f"{v:.1f}", ""))
         for k, v in L["peak_mib"].items():
             rows.append(("launcher peak memory (MiB)", k, f"{v:.1f}", ""))
-    W = doc["wrap_rank"]
+    W = doc["wrap_rank"] if "wrap_rank" in fresh else None
     if W:
         base = W["gbps"]["cat"]
         for k, v in W["gbps"].items():
             rows.append(("1 GiB of lines through a pipe (GB/s)", k, f"{v:.2f}", f"{v / base:.2f} x cat"))
-    J = doc["job_plane"]
+    J = doc["job_plane"] if "job_plane" in fresh else None
     if J and "skipped" not in J:
         rows.append(("job plane: rank failure to every node's exit (ms)", "slotrun",
                      f"{J['failure_to_every_exit_ms']:.0f}", "without the plane: never"))
@@ -496,7 +500,7 @@ def main():
                          f"timeout {hb} s"))
         rows.append(("job plane: 3 nodes start to exit (ms)", "slotrun", f"{J['start_ms']['joined']:.1f}",
                      f"{J['start_ms']['alone']:.1f} as single-node jobs"))
-    A = doc["allreduce"]
+    A = doc["allreduce"] if "allreduce" in fresh else None
     if A:
         res = A["results"]
         ranks = sorted({int(n) for c in res.values() for n in c})
@@ -513,7 +517,7 @@ def main():
         plot(A, "results", ranks, os.path.join(a.plots, "allreduce.png"),
              f"all-reduce float32 sum on {os.cpu_count()} cores, median of {A['rounds']} rounds "
              f"(load {A['load_before']:.2f})", a.dir)
-    N = doc["allreduce_nodes"]
+    N = doc["allreduce_nodes"] if "allreduce_nodes" in fresh else None
     if N and "skipped" not in N:
         res = N["results"]
         for c in res:
@@ -529,8 +533,8 @@ def main():
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
-    R = doc["rdv_scale"]
-    if R and load(a.dir, "rdv_scale"):
+    R = doc["rdv_scale"] if "rdv_scale" in fresh else None
+    if R:
         ours = R["contenders"][0]
         for n in R["sizes"]:
             v = R["results"][ours].get(str(n), {})

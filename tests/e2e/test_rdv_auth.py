@@ -16,18 +16,10 @@ import time
 
 from harness import Proc, binary, case, free_port, run, try_connect, wait_for
 from ranks import finish_all, rank_env
+from rdv_frames import CHALLENGE, HDR, HELLO, REGISTER, REJECT, TABLE, frame, recv_frame
 
 CHECK = binary("comm_check")
 SECRET = "e2e-auth-Zq7Kd0xW"
-HDR = struct.Struct("<IHHQQ")  # magic, version, type, seq, len
-MAGIC, VERSION = 0x4E524C53, 3
-REGISTER, TABLE, REJECT, HELLO, CHALLENGE = 1, 2, 3, 4, 10
-
-
-def frame(t, payload):
-    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
-
-
 def frames(data):
     """[(type, payload), ...] of a recorded byte stream."""
     out = []
@@ -36,22 +28,6 @@ def frames(data):
         out.append((t, data[HDR.size:HDR.size + n]))
         data = data[HDR.size + n:]
     return out
-
-
-def recv_exact(s, n, timeout=10):
-    s.settimeout(timeout)
-    b = b""
-    while len(b) < n:
-        chunk = s.recv(n - len(b))
-        if not chunk:
-            raise AssertionError(f"connection closed after {len(b)} of {n} bytes")
-        b += chunk
-    return b
-
-
-def recv_frame(s, timeout=10):
-    _, _, t, _, n = HDR.unpack(recv_exact(s, HDR.size, timeout))
-    return t, recv_exact(s, n, timeout)
 
 
 def sees_eof(s, timeout):

@@ -12,20 +12,16 @@ Timings are bench/rdv_scale.py's business: nothing here asserts one beyond
 a generous bound that tells "at once" from "at the timeout"."""
 
 import json
-import os
 import resource
 import socket
-import struct
 import time
 
 from harness import Proc, Skip, binary, case, free_port, run, try_connect, wait_for
 from ranks import finish_all, rank_env
+from rdv_frames import BUSY, CHALLENGE, frame, recv_frame
 
 SCALE = binary("rdv_scale")
 CHECK = binary("comm_check")
-HDR = struct.Struct("<IHHQQ")  # magic, version, type, seq, len
-MAGIC, VERSION = 0x4E524C53, 3
-CHALLENGE, BUSY = 10, 11
 
 
 def limit_nofile(soft, hard):
@@ -79,26 +75,6 @@ def a_hard_descriptor_limit_too_low_is_said_at_once():
     assert "file descriptors on rank 0, but RLIMIT_NOFILE allows 64 (hard limit): raise it " \
         "(ulimit -Hn" in r["error"], r["error"]
     assert took < 30, f"took {took:.1f}s: not at once but at the timeout"
-
-
-def frame(t, payload=b""):
-    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
-
-
-def recv_exact(s, n, timeout):
-    s.settimeout(timeout)
-    b = b""
-    while len(b) < n:
-        chunk = s.recv(n - len(b))
-        if not chunk:
-            raise AssertionError(f"connection closed after {len(b)} of {n} bytes")
-        b += chunk
-    return b
-
-
-def recv_frame(s, timeout=10):
-    _, _, t, _, n = HDR.unpack(recv_exact(s, HDR.size, timeout))
-    return t, recv_exact(s, n, timeout)
 
 
 @case
