@@ -435,5 +435,8 @@ int main(int argc, char **argv)
 	report(&o, recs, r0, failed, first_failed,
 	       (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
 		       ru.ru_stime.tv_usec / 1e6);
+	fflush(stdout);
+	free(pids);
+	munmap(recs, maplen);
 	return failed ? 1 : 0;
 }
