@@ -58,9 +58,9 @@ def ranks_256_pass_init_a_barrier_and_an_allgather():
 
 @case
 def rank_0_raises_its_soft_descriptor_limit_to_the_hard_one():
-    need_fds(300)
+    need_fds(100)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    code, r, err = scale(200, preexec=limit_nofile(64, hard))
+    code, r, err = scale(100, preexec=limit_nofile(64, hard))
     assert code == 0 and r["ok"], (code, r, err)
     assert r["rank0"]["nofile_soft"] == (-1 if hard == resource.RLIM_INFINITY else hard), r
 
@@ -68,10 +68,10 @@ def rank_0_raises_its_soft_descriptor_limit_to_the_hard_one():
 @case
 def a_hard_descriptor_limit_too_low_is_said_at_once():
     t0 = time.monotonic()
-    code, r, err = scale(200, timeout=60, preexec=limit_nofile(64, 64))
+    code, r, err = scale(100, timeout=60, preexec=limit_nofile(64, 64))
     took = time.monotonic() - t0
     assert code == 1 and not r["ok"], (code, r, err)
-    assert r["error"].startswith("rank 0: WORLD_SIZE=200 needs about "), r["error"]
+    assert r["error"].startswith("rank 0: WORLD_SIZE=100 needs about "), r["error"]
     assert "file descriptors on rank 0, but RLIMIT_NOFILE allows 64 (hard limit): raise it " \
         "(ulimit -Hn" in r["error"], r["error"]
     assert took < 30, f"took {took:.1f}s: not at once but at the timeout"
