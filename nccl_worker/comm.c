@@ -221,14 +221,37 @@ void comm_ring_close(struct ring *g)
 
 /* --- init / destroy ------------------------------------------------------ */
 
+int comm_set_host(struct slotcomm *c, int rank, const char *host)
+{
+	size_t n = strnlen(host, FRAME_HOST_MAX - 1);
+
+	if (c->hosts_len + n + 1 > c->hosts_cap) {
+		size_t cap = 2 * c->hosts_cap + n + 1;
+		char *p = realloc(c->hosts, cap);
+
+		if (!p)
+			return -ENOMEM;
+		c->hosts = p;
+		c->hosts_cap = cap;
+	}
+	memcpy(c->hosts + c->hosts_len, host, n);
+	c->hosts[c->hosts_len + n] = '\0';
+	c->peers[rank].host = (uint32_t)c->hosts_len;
+	c->hosts_len += n + 1;
+	return 0;
+}
+
 /* Distinct host names in the table: O(size log size), not a comparison
  * of every pair (a thousand hosts would cost half a million). */
 static void count_hosts(struct slotcomm *c)
 {
+	const char **names = malloc(sizeof(*names) * (size_t)c->size);
 	int *scratch = malloc(sizeof(int) * (size_t)c->size);
 
-	c->nhosts = scratch ? rdv_count_distinct(c->peers[0].host, sizeof(c->peers[0]), c->size,
-						 scratch) : 0;
+	for (int i = 0; names && i < c->size; i++)
+		names[i] = comm_host(c, i);
+	c->nhosts = names && scratch ? rdv_count_distinct(names, c->size, scratch) : 0;
+	free(names);
 	free(scratch);
 }
 
@@ -337,8 +360,8 @@ static int pick_transport(struct slotcomm *c, int dlfd, int64_t deadline)
 
 		r = comm_init_err(c, -EXDEV, "SLOTRUN_TRANSPORT=shm, but ranks 0 and %d are on "
 				  "different hosts (%s, %s; a host is a kernel boot and a network "
-				  "namespace): use auto or tcp", other, c->peers[0].host,
-				  c->peers[other].host);
+				  "namespace): use auto or tcp", other, comm_host(c, 0),
+				  comm_host(c, other));
 		goto out;
 	}
 	if (mine.transport == 't' || nnodes == c->size) {
@@ -489,6 +512,9 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->nnodes = 1;
 	c->tp = &transport_tcp;
 	c->peers = calloc(n, sizeof(*c->peers));
+	c->hosts = calloc(1, 64);
+	c->hosts_len = 1;
+	c->hosts_cap = 64;
 	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
 	c->ctl = malloc(n * sizeof(*c->ctl));
 	for (size_t i = 0; c->ctl && i < n; i++)    /* slotcomm_destroy closes what is >= 0 */
@@ -498,19 +524,17 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->ahead = calloc(n, 1);
 	c->reading = calloc(n, 1);
 	c->pfd = calloc(2 * n + 2, sizeof(*c->pfd));
-	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
+	if (!c->peers || !c->hosts || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
 	    !c->reading || !c->pfd) {
 		slotcomm_destroy(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 
-	if (c->size == 1) {
-		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", c->cfg.host);
-		r = 0;
-	} else {
+	if (c->size == 1)
+		r = comm_set_host(c, 0, c->cfg.host) < 0 ? comm_init_err(c, -ENOMEM, "out of memory") : 0;
+	else
 		r = do_init(c, sock_deadline_in(cfg->timeout_s));
-	}
 	count_hosts(c);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", c->err);
@@ -536,6 +560,7 @@ void slotcomm_destroy(struct slotcomm *c)
 	shm_free(c, 0);  /* what a failed slotcomm_init left */
 	comm_ring_close(&c->ring);
 	free(c->peers);
+	free(c->hosts);
 	free(c->peer_addr);
 	free(c->ctl);
 	free(c->ctl_mid);
@@ -557,7 +582,7 @@ const char *slotcomm_error(const struct slotcomm *c) { return c->err; }
 
 const char *slotcomm_peer_host(const struct slotcomm *c, int rank)
 {
-	return rank >= 0 && rank < c->size ? c->peers[rank].host : "?";
+	return rank >= 0 && rank < c->size ? comm_host(c, rank) : "?";
 }
 
 const char *slotcomm_peer_addr(const struct slotcomm *c, int rank)

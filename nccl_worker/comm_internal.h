@@ -75,6 +75,8 @@ struct slotcomm {
 	int rank, size;
 	int64_t timeout_ns;
 	struct frame_peer *peers;  /* the table, indexed by rank */
+	char *hosts;               /* its host names (frame_peer.host); "" at 0 */
+	size_t hosts_len, hosts_cap;
 	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port", "" until asked (comm.c) */
 	int nhosts;
 
@@ -106,6 +108,16 @@ struct slotcomm {
 	struct pollfd *pfd;    /* room for 2 * size + 2 entries: a collective's
 				* transfers and what it watches */
 };
+
+/* Rank's host name, from the table. */
+static inline const char *comm_host(const struct slotcomm *c, int rank)
+{
+	return c->hosts + c->peers[rank].host;
+}
+
+/* Sets rank's host name in the table (rank 0, as the ranks register).
+ * 0 or -ENOMEM. */
+int comm_set_host(struct slotcomm *c, int rank, const char *host);
 
 /* Connects ring g (pos, n, left and right set): to the right neighbour's
  * data plane, and accepts the left one's connection on the listener dlfd.

@@ -317,14 +317,14 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	return frame_get_end(&r, why);
 }
 
-long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+long frame_table_encode(const struct frame_peer *peers, const char *strs, uint32_t n,
 			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap)
 {
 	struct frame_wr w = { .p = buf, .cap = cap };
 
 	frame_put_u32(&w, n);
 	for (uint32_t i = 0; i < n; i++) {
-		frame_put_str(&w, peers[i].host);
+		frame_put_str(&w, strs + peers[i].host);
 		frame_put_str(&w, peers[i].addr);
 		frame_put_u16(&w, peers[i].port);
 		frame_put_bytes(&w, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
@@ -335,17 +335,27 @@ long frame_table_encode(const struct frame_peer *peers, uint32_t n,
 }
 
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       uint8_t mac[FRAME_MAC_LEN], const char **why)
+		       char *strs, size_t strcap, uint8_t mac[FRAME_MAC_LEN], const char **why)
 {
 	struct frame_rd r = { .p = buf, .len = len };
 	uint32_t got = frame_get_u32(&r);
+	size_t used = 0;
 
 	if (!r.err && got != n) {
 		*why = "table size differs from WORLD_SIZE";
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < n && !r.err; i++) {
-		frame_get_str(&r, peers[i].host, sizeof(peers[i].host));
+		size_t room = strcap - used < FRAME_HOST_MAX ? strcap - used : FRAME_HOST_MAX;
+
+		if (room == 0) {
+			r.err = -EPROTO;
+			r.why = "host names longer than the table";
+			break;
+		}
+		peers[i].host = (uint32_t)used;
+		frame_get_str(&r, strs + used, room);
+		used += strlen(strs + used) + 1;
 		frame_get_str(&r, peers[i].addr, sizeof(peers[i].addr));
 		peers[i].port = frame_get_u16(&r);
 		frame_get_bytes(&r, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));

@@ -154,8 +154,12 @@ struct frame_register {
 	uint8_t mac[FRAME_MAC_LEN];
 };
 
+/* A rank's entry in the table.  Its host name lives in the table's string
+ * buffer (every host's, NUL-terminated, one after the other), at offset
+ * host: every rank keeps the table, and an inline FRAME_HOST_MAX buffer per
+ * rank would be most of its memory. */
 struct frame_peer {
-	char host[FRAME_HOST_MAX];
+	uint32_t host;
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
 	uint8_t ring_nonce[FRAME_NONCE_LEN];
@@ -200,11 +204,13 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register *m,
 			  const char **why);
 
-/* The table is a u32 count, count peers and the MAC. */
-long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+/* The table is a u32 count, count peers and the MAC.  strs holds the host
+ * names the peers' offsets point at; decoding writes them into strs
+ * (strcap bytes: the payload's length is always enough). */
+long frame_table_encode(const struct frame_peer *peers, const char *strs, uint32_t n,
 			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap);
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       uint8_t mac[FRAME_MAC_LEN], const char **why);
+		       char *strs, size_t strcap, uint8_t mac[FRAME_MAC_LEN], const char **why);
 
 long frame_hello_encode(const struct frame_hello *m, uint8_t *buf, size_t cap);
 int frame_hello_decode(const uint8_t *buf, size_t len, struct frame_hello *m, const char **why);

@@ -134,10 +134,11 @@ static int take_registration(struct slotcomm *c, struct pending *p, struct regis
 		send_reason(p->fd, FRAME_REJECT, reason);
 		return comm_init_err(c, -EINVAL, "rendezvous failed: %s", reason);
 	}
+	if (comm_set_host(c, (int)m.rank, m.host) < 0)
+		return comm_init_err(c, -ENOMEM, "out of memory");
 	reg[m.rank].fd = p->fd;
 	memcpy(reg[m.rank].challenge, p->challenge, FRAME_NONCE_LEN);
 	memcpy(reg[m.rank].nonce, m.nonce, FRAME_NONCE_LEN);
-	snprintf(c->peers[m.rank].host, sizeof(c->peers[m.rank].host), "%s", m.host);
 	snprintf(c->peers[m.rank].addr, sizeof(c->peers[m.rank].addr), "%s", m.addr);
 	c->peers[m.rank].port = m.port;
 	memcpy(c->peers[m.rank].ring_nonce, m.ring_nonce, FRAME_NONCE_LEN);
@@ -331,7 +332,7 @@ static int send_table(struct chief *ch, int64_t deadline)
 		r = comm_init_err(c, -ENOMEM, "out of memory");
 		goto out;
 	}
-	n = frame_table_encode(c->peers, (uint32_t)c->size, zero, buf + FRAME_HDR_LEN, cap);
+	n = frame_table_encode(c->peers, c->hosts, (uint32_t)c->size, zero, buf + FRAME_HDR_LEN, cap);
 	frame_encode_hdr(buf, FRAME_TABLE, 0, (uint64_t)n);
 	frame_digest(buf + FRAME_HDR_LEN, (size_t)n - FRAME_MAC_LEN, digest);
 	total = FRAME_HDR_LEN + (size_t)n;

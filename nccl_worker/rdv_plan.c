@@ -37,28 +37,21 @@ int rdv_nofile_plan(uint64_t need, uint64_t soft, uint64_t hard, uint64_t *set)
 	return 1;
 }
 
-struct strings {
-	const char *base;
-	size_t stride;
-};
-
 static int by_string(const void *a, const void *b, void *arg)
 {
-	const struct strings *t = arg;
+	const char *const *s = arg;
 
-	return strcmp(t->base + (size_t)*(const int *)a * t->stride,
-		      t->base + (size_t)*(const int *)b * t->stride);
+	return strcmp(s[*(const int *)a], s[*(const int *)b]);
 }
 
-int rdv_count_distinct(const char *base, size_t stride, int n, int *scratch)
+int rdv_count_distinct(const char *const *s, int n, int *scratch)
 {
-	struct strings t = { base, stride };
 	int distinct = n > 0;
 
 	for (int i = 0; i < n; i++)
 		scratch[i] = i;
-	qsort_r(scratch, (size_t)n, sizeof(*scratch), by_string, &t);
+	qsort_r(scratch, (size_t)n, sizeof(*scratch), by_string, (void *)s);
 	for (int i = 1; i < n; i++)
-		distinct += by_string(&scratch[i - 1], &scratch[i], &t) != 0;
+		distinct += by_string(&scratch[i - 1], &scratch[i], (void *)s) != 0;
 	return distinct;
 }

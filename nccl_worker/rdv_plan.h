@@ -40,8 +40,8 @@ long rdv_fds_needed(int rank, int size, int local_size, bool may_shm, int pendin
  * UINT64_MAX is RLIM_INFINITY. */
 int rdv_nofile_plan(uint64_t need, uint64_t soft, uint64_t hard, uint64_t *set);
 
-/* How many distinct NUL-terminated strings there are among n, string i at
- * base + i * stride.  O(n log n); scratch holds n ints. */
-int rdv_count_distinct(const char *base, size_t stride, int n, int *scratch);
+/* How many distinct strings there are among the n of s.  O(n log n);
+ * scratch holds n ints. */
+int rdv_count_distinct(const char *const *s, int n, int *scratch);
 
 #endif

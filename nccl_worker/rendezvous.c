@@ -33,11 +33,19 @@
 #define RDV_RETRY_MS 20
 #define RDV_RETRY_MAX_MS 500
 
-/* Reads one message from rank 0 into buf (cap bytes): its header into *h.
- * Rank 0 says why when the rendezvous fails; its word gets a moment past
- * our own deadline to arrive.  -EAGAIN (c->err untouched) when it says it
- * is busy: connect again. */
-static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, struct frame_hdr *h,
+/* A member's buffer for what it sends and receives, grown to fit: the
+ * table is O(N), and sized by its header rather than by the largest table
+ * WORLD_SIZE allows. */
+struct rbuf {
+	uint8_t *p;
+	size_t cap;
+};
+
+/* Reads one message from rank 0 into b (at most max bytes of payload): its
+ * header into *h.  Rank 0 says why when the rendezvous fails; its word gets
+ * a moment past our own deadline to arrive.  -EAGAIN (c->err untouched)
+ * when it says it is busy: connect again. */
+static int member_recv(struct slotcomm *c, int fd, struct rbuf *b, size_t max, struct frame_hdr *h,
 		       int64_t deadline, const char *waiting_for)
 {
 	uint8_t hdr[FRAME_HDR_LEN];
@@ -46,10 +54,22 @@ static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, str
 
 	r = sock_recv_all(fd, hdr, sizeof(hdr), deadline + 1000000000);
 	if (r == 0) {
-		r = frame_decode_hdr(hdr, cap, h, &why);
+		r = frame_decode_hdr(hdr, max > FRAME_REJECT_MAX ? max : FRAME_REJECT_MAX, h, &why);
+		if (r == 0 && h->type != FRAME_REJECT && h->len > max) {
+			why = "payload longer than allowed";
+			r = -EPROTO;
+		}
 		if (r < 0)
 			return comm_init_err(c, r, "rank 0 sent a malformed message: %s", why);
-		r = sock_recv_all(fd, buf, h->len, deadline + 1000000000);
+		if (h->len > b->cap) {
+			uint8_t *p = realloc(b->p, h->len);
+
+			if (!p)
+				return comm_init_err(c, -ENOMEM, "out of memory");
+			b->p = p;
+			b->cap = h->len;
+		}
+		r = sock_recv_all(fd, b->p, h->len, deadline + 1000000000);
 	}
 	if (r == -ETIMEDOUT)
 		return comm_init_err(c, r, "timed out after %gs waiting for %s", c->cfg.timeout_s,
@@ -61,7 +81,7 @@ static int member_recv(struct slotcomm *c, int fd, uint8_t *buf, size_t cap, str
 	if (h->type == FRAME_REJECT) {
 		char reason[FRAME_REASON_MAX];
 
-		if (frame_reason_decode(buf, h->len, reason, sizeof(reason), &why) < 0)
+		if (frame_reason_decode(b->p, h->len, reason, sizeof(reason), &why) < 0)
 			snprintf(reason, sizeof(reason), "(unreadable reason: %s)", why);
 		return comm_init_err(c, -ECONNREFUSED, "rank 0 refused this rank: %s", reason);
 	}
@@ -109,19 +129,19 @@ static int member_connect(struct slotcomm *c, const struct sockaddr_storage *mas
 }
 
 /* Receives rank 0's challenge, which the registration's seal answers. */
-static int member_challenge(struct slotcomm *c, uint8_t *buf, int64_t deadline, const char *where,
-			    uint8_t *challenge)
+static int member_challenge(struct slotcomm *c, struct rbuf *b, int64_t deadline,
+			    const char *where, uint8_t *challenge)
 {
 	struct frame_hdr h;
 	const char *why;
 	int r;
 
-	r = member_recv(c, c->ctl[0], buf, FRAME_CHALLENGE_LEN, &h, deadline,
+	r = member_recv(c, c->ctl[0], b, FRAME_CHALLENGE_LEN, &h, deadline,
 			"the challenge from rank 0 (is MASTER_PORT some other service?)");
 	if (r < 0)
 		return r;
 	if (h.type != FRAME_CHALLENGE ||
-	    frame_challenge_decode(buf, h.len, challenge, &why) < 0)
+	    frame_challenge_decode(b->p, h.len, challenge, &why) < 0)
 		return comm_init_err(c, -EPROTO, "rank 0 at %s sent a %s message where its challenge "
 				     "belongs", where, frame_type_name(h.type));
 	return 0;
@@ -157,13 +177,14 @@ static int member_fill(struct slotcomm *c, const char *my_addr, int dport,
 }
 
 /* Sends the registration m, sealed over rank 0's challenge. */
-static int member_register(struct slotcomm *c, uint8_t *buf, size_t cap,
-			   const struct frame_register *m, const uint8_t *challenge, int64_t deadline)
+static int member_register(struct slotcomm *c, const struct frame_register *m,
+			   const uint8_t *challenge, int64_t deadline)
 {
+	uint8_t buf[FRAME_HDR_LEN + FRAME_REGISTER_MAX];
 	long n;
 	int r;
 
-	n = frame_register_encode(m, buf + FRAME_HDR_LEN, cap - FRAME_HDR_LEN);
+	n = frame_register_encode(m, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
 	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, RDV_LABEL_REGISTER, challenge, m->nonce);
 	frame_encode_hdr(buf, FRAME_REGISTER, 0, (uint64_t)n);
 	r = sock_send_all(c->ctl[0], buf, FRAME_HDR_LEN + (size_t)n, deadline);
@@ -172,37 +193,47 @@ static int member_register(struct slotcomm *c, uint8_t *buf, size_t cap,
 	return 0;
 }
 
-/* Receives the table of every rank into c->peers; its seal over our nonce
- * and the challenge proves it comes from rank 0 of this job. */
-static int member_table(struct slotcomm *c, uint8_t *buf, size_t cap, const uint8_t *nonce,
+/* Receives the table of every rank into c->peers (and its host names into
+ * c->hosts); its seal over our nonce and the challenge proves it comes
+ * from rank 0 of this job. */
+static int member_table(struct slotcomm *c, struct rbuf *b, const uint8_t *nonce,
 			const uint8_t *challenge, int64_t deadline, const char *where)
 {
 	uint8_t mac[FRAME_MAC_LEN];
 	struct frame_hdr h;
 	const char *why;
+	char *hosts;
 	int r;
 
-	r = member_recv(c, c->ctl[0], buf, cap - FRAME_HDR_LEN, &h, deadline,
+	r = member_recv(c, c->ctl[0], b, FRAME_TABLE_MAX(c->size), &h, deadline,
 			"the table from rank 0 (it is still waiting for other ranks)");
 	if (r < 0)
 		return r;
 	if (h.type != FRAME_TABLE)
 		return comm_init_err(c, -EPROTO, "rank 0 sent a %s message during the rendezvous",
 				     frame_type_name(h.type));
-	r = frame_table_decode(buf, h.len, (uint32_t)c->size, c->peers, mac, &why);
-	if (r < 0)
-		return comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
-	if (!frame_sealed_digest(buf, h.len, c->cfg.secret, RDV_LABEL_TABLE, nonce, challenge))
+	if (!frame_sealed_digest(b->p, h.len, c->cfg.secret, RDV_LABEL_TABLE, nonce, challenge))
 		return comm_init_err(c, -EACCES, "the table from %s does not prove the job secret: "
 				     "MASTER_ADDR:MASTER_PORT is not rank 0 of this job", where);
-	return r;
+	hosts = malloc(h.len);
+	if (!hosts)
+		return comm_init_err(c, -ENOMEM, "out of memory");
+	r = frame_table_decode(b->p, h.len, (uint32_t)c->size, c->peers, hosts, h.len, mac, &why);
+	if (r < 0) {
+		free(hosts);
+		return comm_init_err(c, r, "rank 0 sent a malformed table: %s", why);
+	}
+	free(c->hosts);
+	c->hosts = hosts;
+	c->hosts_len = c->hosts_cap = h.len;
+	return 0;
 }
 
 /* One try: connects to rank 0, answers its challenge with a sealed
  * registration, and receives the sealed table of every rank.  -EAGAIN
  * when rank 0 sent this rank away busy. */
 static int member_try(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
-		      int64_t deadline, const char *my_addr, int dport, uint8_t *buf, size_t cap)
+		      int64_t deadline, const char *my_addr, int dport, struct rbuf *b)
 {
 	struct frame_register m = { 0 };
 	uint8_t challenge[FRAME_NONCE_LEN];
@@ -211,13 +242,13 @@ static int member_try(struct slotcomm *c, const struct sockaddr_storage *master,
 
 	r = member_connect(c, master, mlen, deadline, where, sizeof(where));
 	if (r == 0)
-		r = member_challenge(c, buf, deadline, where, challenge);
+		r = member_challenge(c, b, deadline, where, challenge);
 	if (r == 0)
 		r = member_fill(c, my_addr, dport, &m);
 	if (r == 0)
-		r = member_register(c, buf, cap, &m, challenge, deadline);
+		r = member_register(c, &m, challenge, deadline);
 	if (r == 0)
-		r = member_table(c, buf, cap, m.nonce, challenge, deadline, where);
+		r = member_table(c, b, m.nonce, challenge, deadline, where);
 	return r;
 }
 
@@ -225,14 +256,11 @@ static int member_try(struct slotcomm *c, const struct sockaddr_storage *master,
 static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *master,
 			     socklen_t mlen, int64_t deadline, const char *my_addr, int dport)
 {
-	size_t cap = FRAME_HDR_LEN + FRAME_TABLE_MAX(c->size) + FRAME_REGISTER_MAX;
-	uint8_t *buf = malloc(cap);
+	struct rbuf b = { 0 };
 	int64_t pause = (int64_t)RDV_RETRY_MS * 1000000;
 	int r;
 
-	if (!buf)
-		return comm_init_err(c, -ENOMEM, "out of memory");
-	while ((r = member_try(c, master, mlen, deadline, my_addr, dport, buf, cap)) == -EAGAIN) {
+	while ((r = member_try(c, master, mlen, deadline, my_addr, dport, &b)) == -EAGAIN) {
 		close(c->ctl[0]);
 		c->ctl[0] = -1;
 		if (!sock_pause_until(sock_backoff(&pause, (int64_t)RDV_RETRY_MAX_MS * 1000000,
@@ -242,7 +270,7 @@ static int member_rendezvous(struct slotcomm *c, const struct sockaddr_storage *
 			break;
 		}
 	}
-	free(buf);
+	free(b.p);
 	return r;
 }
 
@@ -251,7 +279,8 @@ int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t
 {
 	if (c->rank != 0)
 		return member_rendezvous(c, master, mlen, deadline, my_addr, dport);
-	snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", c->cfg.host);
+	if (comm_set_host(c, 0, c->cfg.host) < 0)
+		return comm_init_err(c, -ENOMEM, "out of memory");
 	if (my_addr[0])
 		snprintf(c->peers[0].addr, sizeof(c->peers[0].addr), "%s", my_addr);
 	else

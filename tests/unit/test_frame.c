@@ -193,31 +193,44 @@ LEAK_TEST(frame, encoder_reports_no_room)
 
 LEAK_TEST(frame, table_round_trip_and_size_check)
 {
-	struct frame_peer p[3] = { { "a", "127.0.0.1", 1, { 1 }, { 't', { 4 }, { 0 }, { 7 } } },
-				   { "b", "::1", 2, { 2 }, { 'a', { 5 }, { 8 }, { 9 } } },
-				   { "c", "10.1.1.1", 3, { 3 }, { 's', { 0 }, { 6 }, { 1 } } } };
+	static const char strs[] = "\0a\0b\0c";
+	struct frame_peer p[3] = { { 1, "127.0.0.1", 1, { 1 }, { 't', { 4 }, { 0 }, { 7 } } },
+				   { 3, "::1", 2, { 2 }, { 'a', { 5 }, { 8 }, { 9 } } },
+				   { 5, "10.1.1.1", 3, { 3 }, { 's', { 0 }, { 6 }, { 1 } } } };
 	struct frame_peer got[3];
 	uint8_t buf[FRAME_TABLE_MAX(3)], mac[FRAME_MAC_LEN], gmac[FRAME_MAC_LEN];
+	char hosts[sizeof(buf)];
 	const char *why;
 	long n;
 
 	memset(mac, 0x5a, sizeof(mac));
-	n = frame_table_encode(p, 3, mac, buf, sizeof(buf));
+	n = frame_table_encode(p, strs, 3, mac, buf, sizeof(buf));
 	/* the count, three (host, addr, port, nonce, node) and the MAC */
 	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32 + 49) + (6 + 1 + 3 + 32 + 49) + (6 + 1 + 8 + 32 + 49) + 32);
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, gmac, &why), 0);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, (size_t)n, gmac, &why), 0);
 	for (int i = 0; i < 3; i++) {
-		cr_assert_str_eq(got[i].host, p[i].host);
+		cr_assert_str_eq(hosts + got[i].host, strs + p[i].host);
 		cr_assert_str_eq(got[i].addr, p[i].addr);
 		cr_assert_eq(got[i].port, p[i].port);
 		cr_assert_arr_eq(got[i].ring_nonce, p[i].ring_nonce, FRAME_NONCE_LEN);
 		cr_assert_eq(memcmp(&got[i].node, &p[i].node, sizeof(p[i].node)), 0, "peer %d's node", i);
 	}
+	/* the host names, one after the other */
+	cr_assert(got[0].host == 0 && got[1].host == 2 && got[2].host == 4);
 	cr_assert_arr_eq(gmac, mac, sizeof(mac));
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, gmac, &why), -EPROTO);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, hosts, (size_t)n, gmac, &why), -EPROTO);
 	cr_assert_str_eq(why, "table size differs from WORLD_SIZE");
-	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, gmac, &why), -EPROTO);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, hosts, (size_t)n, gmac, &why),
+		     -EPROTO);
 	cr_assert_str_eq(why, "truncated payload");
+	/* no room for the names: refused, never written past */
+	memset(hosts, 0x7f, sizeof(hosts));
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, 3, gmac, &why), -EPROTO);
+	cr_assert_str_eq(why, "string too long");
+	for (size_t i = 3; i < sizeof(hosts); i++)
+		cr_assert_eq(hosts[i], 0x7f, "byte %zu written", i);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, 2, gmac, &why), -EPROTO);
+	cr_assert_str_eq(why, "host names longer than the table");
 }
 
 LEAK_TEST(frame, hello_abort_reason_allreduce_round_trips)
@@ -291,6 +304,7 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 	for (int round = 0; round < 3000; round++) {
 		struct frame_register m;
 		struct frame_peer p[4];
+		char hosts[sizeof(buf)];
 		struct frame_hello h;
 		struct frame_abort a;
 		struct frame_hdr hd;
@@ -305,7 +319,7 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 		if (len >= FRAME_HDR_LEN)
 			(void)frame_decode_hdr(buf, 1000, &hd, &why);
 		(void)frame_register_decode(buf, len, &m, &why);
-		(void)frame_table_decode(buf, len, 4, p, mac, &why);
+		(void)frame_table_decode(buf, len, 4, p, hosts, sizeof(hosts), mac, &why);
 		(void)frame_challenge_decode(buf, len, mac, &why);
 		(void)frame_hello_decode(buf, len, &h, &why);
 		(void)frame_abort_decode(buf, len, &a, &why);

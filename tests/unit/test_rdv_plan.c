@@ -68,22 +68,26 @@ LEAK_TEST(rdv_plan, the_soft_limit_is_raised_to_the_hard_one_only_when_needed)
 LEAK_TEST(rdv_plan, distinct_strings_are_counted)
 {
 	enum { N = 3000, STRIDE = 24 };
-	char *s = calloc(N, STRIDE);
+	char *buf = calloc(N, STRIDE);
+	const char **s = malloc(sizeof(*s) * N);
 	int *scratch = malloc(sizeof(int) * N);
 
-	cr_assert(s && scratch);
-	cr_assert_eq(rdv_count_distinct(s, STRIDE, 0, scratch), 0);
-	cr_assert_eq(rdv_count_distinct(s, STRIDE, 1, scratch), 1);
-	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), 1, "all empty: one");
+	cr_assert(buf && s && scratch);
+	for (int i = 0; i < N; i++)
+		s[i] = buf + (size_t)i * STRIDE;
+	cr_assert_eq(rdv_count_distinct(s, 0, scratch), 0);
+	cr_assert_eq(rdv_count_distinct(s, 1, scratch), 1);
+	cr_assert_eq(rdv_count_distinct(s, N, scratch), 1, "all empty: one");
 	/* 3000 ranks on 750 hosts, interleaved, the empty name among them */
 	for (int i = 0; i < N; i++)
 		if (i % 750)
-			snprintf(s + (size_t)i * STRIDE, STRIDE, "node-%d", (i * 7) % 750);
-	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), 750);
+			snprintf(buf + (size_t)i * STRIDE, STRIDE, "node-%d", (i * 7) % 750);
+	cr_assert_eq(rdv_count_distinct(s, N, scratch), 750);
 	/* one each */
 	for (int i = 0; i < N; i++)
-		snprintf(s + (size_t)i * STRIDE, STRIDE, "h%d", N - i);
-	cr_assert_eq(rdv_count_distinct(s, STRIDE, N, scratch), N);
+		snprintf(buf + (size_t)i * STRIDE, STRIDE, "h%d", N - i);
+	cr_assert_eq(rdv_count_distinct(s, N, scratch), N);
+	free(buf);
 	free(s);
 	free(scratch);
 }
