@@ -26,6 +26,7 @@ join-storm fix, each skipped when this clone does not have it.  Every run
 gets RLIMIT_NOFILE's soft limit raised to the hard one (the old library
 does not raise it itself)."""
 import argparse
+import datetime
 import json
 import os
 import resource
@@ -38,6 +39,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from report import cpu_model  # noqa: E402
 BASELINES = [("41ee2c9", "before"), ("eae6293", "storm fix only")]
 METRICS = ("init_s", "barrier_ms", "allgather_ms")
 RANK0 = ("cpu_s", "init_cpu_s", "peak_rss_kib", "heap_bytes", "fds")
@@ -63,29 +66,32 @@ def rev_ok(rev):
 
 
 def build_base(rev):
-    """The driver linked against rev's library, built once in build-rdv-REV."""
+    """The driver linked against rev's library, the library built once in
+    build-rdv-REV (the driver is compiled again every time: it is this
+    tree's)."""
     full = subprocess.run(["git", "-C", ROOT, "rev-parse", rev], capture_output=True, text=True,
                           check=True).stdout.strip()
     d = os.path.join(ROOT, "build-rdv-" + full[:12])
-    exe = os.path.join(d, "rdv_scale")
-    if os.path.exists(exe):
-        return exe
     src, bld = os.path.join(d, "src"), os.path.join(d, "build")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(src)
-    arch = subprocess.run(["git", "-C", ROOT, "archive", full], capture_output=True, check=True).stdout
-    tar = os.path.join(d, "src.tar")
-    with open(tar, "wb") as f:
-        f.write(arch)
-    with tarfile.open(tar) as t:
-        t.extractall(src)
-    os.unlink(tar)
-    log(f"rdv_scale: building {rev}'s library in {bld}")
-    subprocess.run(["meson", "setup", bld, "-Dbuildtype=release", "-Dtests=false", "-Db_sanitize=none"],
-                   cwd=src, check=True, stdout=subprocess.DEVNULL)
     lib = os.path.join(bld, "nccl_worker")
-    subprocess.run(["meson", "compile", "-C", bld, "nccl_worker/slotcomm:shared_library"], check=True,
-                   stdout=subprocess.DEVNULL)
+    exe = os.path.join(d, "rdv_scale")
+    if not os.path.exists(os.path.join(d, "built")):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(src)
+        arch = subprocess.run(["git", "-C", ROOT, "archive", full], capture_output=True,
+                              check=True).stdout
+        tar = os.path.join(d, "src.tar")
+        with open(tar, "wb") as f:
+            f.write(arch)
+        with tarfile.open(tar) as t:
+            t.extractall(src)
+        os.unlink(tar)
+        log(f"rdv_scale: building {rev}'s library in {bld}")
+        subprocess.run(["meson", "setup", bld, "-Dbuildtype=release", "-Dtests=false",
+                        "-Db_sanitize=none"], cwd=src, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["meson", "compile", "-C", bld, "nccl_worker/slotcomm:shared_library"],
+                       check=True, stdout=subprocess.DEVNULL)
+        open(os.path.join(d, "built"), "w").close()
     subprocess.run(["cc", "-O2", "-D_GNU_SOURCE", "-I", os.path.join(lib, "include"), "-I",
                     os.path.join(src, "nccl_worker", "include"), os.path.join(HERE, "rdv_scale.c"),
                     "-L" + lib, "-lslotcomm", "-Wl,-rpath," + lib, "-o", exe], check=True)
@@ -154,7 +160,9 @@ def main():
                        f"{r['allgather_ms']:.1f}ms rank 0 cpu {r['rank0']['cpu_s']:.3f}s"
                        if r.get("ok") else f"FAILED: {r.get('error')}")
                     + f" ({time.monotonic() - t0:.0f}s)")
-    doc = {"sizes": sizes, "rounds": args.rounds, "iters": args.iters, "timeout_s": args.timeout,
+    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release},
+           "sizes": sizes, "rounds": args.rounds, "iters": args.iters, "timeout_s": args.timeout,
            "contenders": [c for c, _ in contenders], "load_before": before, "load_after": load1(),
            "nofile_hard": None if hard == resource.RLIM_INFINITY else hard,
            "results": {c: {str(n): median_of(runs[c][n]) for n in sizes if runs[c][n]}
