@@ -9,8 +9,8 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
-allreduce_nodes.json and rdv_scale.json (any may be missing; with --merge a
+DIR holds launch.json, status_poll.json, wrap_rank.json, job_plane.json,
+allreduce.json, allreduce_nodes.json and rdv_scale.json (any may be missing; with --merge a
 missing one keeps its figures from the results file).  Without --dir nothing
 is measured, merged or drawn: bench/README.md is written again from the
 results file as it is."""
@@ -318,6 +318,33 @@ def readme_launch(L):
     return out + [""]
 
 
+def readme_status_poll(S):
+    out = ["## slotrun status polled every second", "",
+           f"`bench/status_poll.py`: each figure without and with a `slotrun status --json` poller asking "
+           "at every whole second (its every request keeps the job's sampler going), the two sides taking "
+           f"turns run by run; median of {S.get('runs', '?')} runs each (the all-reduce: "
+           f"{S.get('allreduce_us', {}).get('runs', '?')}).  Launch: `slotrun --slots 8 -- /bin/true`.  "
+           "Teardown: rank 0's `exit 1` to slotrun's exit while 7 ranks sleep.  All-reduce: "
+           "`slotrun --slots 4 -- nccl_worker --backend cpu -n 200`, time per all-reduce.  "
+           "Ratio: with over without (1.00: no change).", "",
+           "| figure | without | with the poller | with / without |", "|---|---:|---:|---:|"]
+    for key, what in (("launch_ms", "launch"), ("teardown_ms", "teardown")):
+        v = S.get(key)
+        if v:
+            out.append(f"| {what} | {v['without']:.1f} ms | {v['with']:.1f} ms | {v['with'] / v['without']:.2f} |")
+    A = S.get("allreduce_us", {})
+    for size in sorted(A.get("without", {}), key=int):
+        a, b = A["without"][size], A["with"].get(size)
+        if b:
+            out.append(f"| all-reduce {human(int(size))} | {fmt_time(a)} | {fmt_time(b)} | {b / a:.2f} |")
+    c = A.get("slotrun_cpu_ms")
+    if c:
+        out.append(f"| slotrun's own CPU over an all-reduce run | {c['without']:.0f} ms | {c['with']:.0f} ms | "
+                   f"{c['with'] / c['without']:.2f} |" if c["without"] else
+                   f"| slotrun's own CPU over an all-reduce run | 0 ms | {c['with']:.0f} ms | - |")
+    return out + [""]
+
+
 def readme_wrap(W):
     g = W["gbps"]
     cat = g.get("cat")
@@ -424,8 +451,8 @@ def write_readme(doc, path):
            "here moves with the machine's load.", "",
            f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
-                    ("launch", readme_launch), ("wrap_rank", readme_wrap), ("job_plane", readme_plane),
-                    ("rdv_scale", readme_rdv)):
+                    ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
+                    ("job_plane", readme_plane), ("rdv_scale", readme_rdv)):
         if doc.get(key):
             out += fn(doc[key])
     text = "\n".join(out) + "\n" + NOTES
@@ -473,7 +500,8 @@ def main():
     if old:  # the date and machine are those of the figures merged into
         doc["date"], doc["machine"] = old.get("date", doc["date"]), old.get("machine", doc["machine"])
     fresh = set()  # measured now: only these are drawn and summed up
-    for name in ("launch", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "rdv_scale"):
+    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes",
+                 "rdv_scale"):
         doc[name] = load(a.dir, name)
         if doc[name]:
             fresh.add(name)
@@ -492,6 +520,17 @@ def main():
             rows.append(("teardown after a failure (ms)", k, f"{v:.1f}", ""))
         for k, v in L["peak_mib"].items():
             rows.append(("launcher peak memory (MiB)", k, f"{v:.1f}", ""))
+    S = doc["status_poll"] if "status_poll" in fresh else None
+    if S:
+        for key, what in (("launch_ms", "launch 8 x /bin/true"), ("teardown_ms", "teardown after a failure")):
+            v = S[key]
+            rows.append((f"{what} with status every second (ms)", "slotrun", f"{v['with']:.2f}",
+                         f"{v['with'] / v['without']:.2f} x without ({v['without']:.2f})"))
+        A = S["allreduce_us"]
+        for size in sorted(A["without"], key=int):
+            a_, b_ = A["without"][size], A["with"][size]
+            rows.append((f"all-reduce {human(int(size))} with status every second (us)", "slotrun", f"{b_:.1f}",
+                         f"{b_ / a_:.2f} x without ({a_:.1f})"))
     W = doc["wrap_rank"] if "wrap_rank" in fresh else None
     if W:
         base = W["gbps"]["cat"]

@@ -48,3 +48,34 @@ bool auth_check(const unsigned char mac[AUTH_MAC_LEN], const char *secret, const
 	sodium_memzero(want, sizeof(want));
 	return ok;
 }
+
+void auth_tag(unsigned char tag[AUTH_TAG_LEN], const unsigned char key[AUTH_KEY_LEN], unsigned char dir,
+	      uint64_t seq, const void *data, size_t len)
+{
+	crypto_auth_hmacsha256_state st;
+	unsigned char head[9], mac[AUTH_MAC_LEN];
+
+	head[0] = dir;
+	for (int i = 0; i < 8; i++)
+		head[1 + i] = (unsigned char)(seq >> (8 * (7 - i)));
+	crypto_auth_hmacsha256_init(&st, key, AUTH_KEY_LEN);
+	crypto_auth_hmacsha256_update(&st, head, sizeof(head));
+	if (len)
+		crypto_auth_hmacsha256_update(&st, data, len);
+	crypto_auth_hmacsha256_final(&st, mac);
+	memcpy(tag, mac, AUTH_TAG_LEN);
+	sodium_memzero(&st, sizeof(st));
+	sodium_memzero(mac, sizeof(mac));
+}
+
+bool auth_tag_check(const unsigned char tag[AUTH_TAG_LEN], const unsigned char key[AUTH_KEY_LEN],
+		    unsigned char dir, uint64_t seq, const void *data, size_t len)
+{
+	unsigned char want[AUTH_TAG_LEN];
+	bool ok;
+
+	auth_tag(want, key, dir, seq, data, len);
+	ok = sodium_memcmp(want, tag, AUTH_TAG_LEN) == 0;
+	sodium_memzero(want, sizeof(want));
+	return ok;
+}

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define AUTH_NONCE_LEN 32
 #define AUTH_MAC_LEN 32
@@ -36,5 +37,27 @@ void auth_digest(unsigned char digest[AUTH_DIGEST_LEN], const void *data, size_t
 /* Whether mac is the MAC of those inputs; compared in constant time. */
 bool auth_check(const unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,
 		const unsigned char *first, const unsigned char *second, const void *data, size_t len);
+
+/* ---- Messages after the handshake ----
+ *
+ * Once both sides proved the secret, each message carries a tag: a MAC
+ * under a key of that connection (auth_mac of the secret over a label and
+ * both handshake nonces, so it is fresh per connection and never crosses
+ * the wire), over the direction, the message's sequence number in that
+ * direction and the message itself.  Numbers are implicit (each side
+ * counts), so a replayed, reordered, dropped or injected message, or one
+ * from the other direction, fails its tag. */
+
+#define AUTH_KEY_LEN AUTH_MAC_LEN
+#define AUTH_TAG_LEN 16   /* HMAC-SHA256 cut to 128 bits, as RFC 4868 does */
+
+/* tag = HMAC-SHA256(key; dir, seq as 8 big-endian bytes, data[0..len))
+ * cut to AUTH_TAG_LEN bytes. */
+void auth_tag(unsigned char tag[AUTH_TAG_LEN], const unsigned char key[AUTH_KEY_LEN], unsigned char dir,
+	      uint64_t seq, const void *data, size_t len);
+
+/* Whether tag is that tag; compared in constant time. */
+bool auth_tag_check(const unsigned char tag[AUTH_TAG_LEN], const unsigned char key[AUTH_KEY_LEN],
+		    unsigned char dir, uint64_t seq, const void *data, size_t len);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "diag.h"
+#include "live.h"
 #include "report.h"
 #include "restart.h"
 
@@ -85,14 +86,8 @@ void attempt_end(struct runner *r)
 	drain(r);
 }
 
-void attempt_next(struct runner *r, int attempt, double delay, const struct plane_cause *cause)
+void attempt_reset(struct runner *r)
 {
-	char line[PLANE_TEXT_MAX + 64];
-
-	if (r->attempt < runner_attempts(r) - 1) /* the nodes agreed on the count: always */
-		r->history[r->attempt] = *cause;
-	plane_cause_line(cause, line, sizeof(line));
-	note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, runner_attempts(r), delay, line);
 	attempt_end(r);
 	for (int i = 0; i < r->n; i++) {
 		free(r->w[i].diag);
@@ -104,6 +99,21 @@ void attempt_next(struct runner *r, int attempt, double delay, const struct plan
 	sup_init(&r->sup, r->n, r->fate, r->code);
 	console_reset_pauses(&r->cons);
 	r->started = false;
+	r->fresh = true;
+}
+
+void attempt_next(struct runner *r, int attempt, double delay, const struct plane_cause *cause)
+{
+	char line[PLANE_TEXT_MAX + 64];
+
+	if (r->attempt < runner_attempts(r) - 1 && attempt > r->attempt) /* the nodes agreed on the count */
+		r->history[r->attempt] = *cause;
+	plane_cause_line(cause, line, sizeof(line));
+	if (!runner_elastic(r))
+		note(r, "slotrun: attempt %d of %d in %g s, after %s", attempt + 1, runner_attempts(r), delay,
+		     line);
+	live_restart(r, attempt, line);
+	attempt_reset(r);
 	r->attempt = attempt;
 }
 
@@ -114,7 +124,7 @@ bool attempt_restart_alone(struct runner *r)
 	double delay;
 	struct timeval tv;
 
-	if (!pol || r->sup.root_cause < 0)
+	if (!pol || r->sup.root_cause < 0 || r->sup.told_stop) /* told to stop: no restart */
 		return false;
 	attempt_cause(r, &cause);
 	if (!restart_allowed(pol, &cause, r->attempt))

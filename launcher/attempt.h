@@ -19,8 +19,14 @@ void attempt_cause(struct runner *r, struct plane_cause *f);
 void attempt_end(struct runner *r);
 
 /* The next attempt, number `attempt`, starts from nothing but the
- * history, which cause joins; said with the delay before it starts. */
+ * history, which cause joins; said with the delay before it starts (in
+ * an elastic job the round line that START brings says it). */
 void attempt_next(struct runner *r, int attempt, double delay, const struct plane_cause *cause);
+
+/* The workers' state reset for the next start, the output of the last one
+ * read to its end (attempt_next's part that a round after a failover,
+ * which no RESTART announced, needs too). */
+void attempt_reset(struct runner *r);
 
 /* One node: whether the attempt that just ended restarts; if so it is
  * begun and the backoff timer armed. */

@@ -78,7 +78,7 @@ int ci_parse_num(struct ci_ctx *c, struct ci_num *out, const char *name, const c
 		return ci_fail(c, "%s '%s': expected an integer in %ld..%ld", name, ci_quote(&q, s),
 			       min, max);
 	out->set = true;
-	out->v = v;
+	out->v = out->lo = v;
 	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
 	return 0;
 }
@@ -135,14 +135,14 @@ int ci_parse_nnodes(struct ci_ctx *c, struct ci_num *out, const char *name, cons
 		     parse_long(colon + 1, 1, CI_MAX_NODES, &b) == 0;
 	}
 	if (!ok)
-		return ci_fail(c, "%s '%s': expected a node count in 1..%d (or MIN:MAX with MIN = MAX)",
+		return ci_fail(c, "%s '%s': expected a node count in 1..%d, or an elastic range MIN:MAX",
 			       name, ci_quote(&q, s), CI_MAX_NODES);
-	if (a != b)
-		return ci_fail(c, "%s '%s': an elastic range of node counts is not supported: slotrun "
-			       "runs a fixed number of nodes; give one count, e.g. '%ld'", name,
-			       ci_quote(&q, s), b);
+	if (a > b)
+		return ci_fail(c, "%s '%s': the elastic range's MIN is above its MAX: give MIN:MAX, "
+			       "e.g. '%ld:%ld'", name, ci_quote(&q, s), b, a);
 	out->set = true;
-	out->v = a;
+	out->v = b;
+	out->lo = a;
 	ci_name_it(out->what, "%s '%s'", name, ci_quote(&q, s));
 	return 0;
 }

@@ -44,6 +44,8 @@ const char *ci_get(struct ci_ctx *c, const char *name);
 struct ci_num {
 	bool set;
 	long v;
+	long lo;                   /* a node count's MIN (elastic MIN:MAX, v the MAX);
+	                            * v for every other number */
 	char what[CI_WHAT_MAX];    /* "--node-rank '5'", "rendezvous.json container_rank 5" */
 };
 
@@ -80,8 +82,8 @@ bool ci_host_ok(const char *h, size_t len);
 /* One host name or address (the chief's). */
 int ci_parse_host(struct ci_ctx *c, struct ci_str *out, const char *name, const char *s);
 
-/* A node count as torchrun takes it: "N", or "N:N" (an elastic range whose
- * ends are equal; "1:4" is refused, slotrun's jobs have a fixed size). */
+/* A node count as torchrun takes it: "N", or an elastic range "MIN:MAX"
+ * (1 <= MIN <= MAX; "N:N" is N).  out->v is the count (MAX), out->lo MIN. */
 int ci_parse_nnodes(struct ci_ctx *c, struct ci_num *out, const char *name, const char *s);
 
 /* A network interface name as the kernel accepts it. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* ClusterInfo source: torchrun's environment form of its options, which
  * Kubeflow's training operator sets in every pod of a PyTorchJob:
- * PET_NNODES ("N", or an elastic "MIN:MAX" whose ends must be equal),
+ * PET_NNODES ("N", or an elastic "MIN:MAX"),
  * PET_NODE_RANK, PET_NPROC_PER_NODE (a count, or "auto"/"gpu": the default),
  * PET_MASTER_ADDR (the chief's address only: the other pods' addresses are
  * never given, and the job plane does without them) and PET_MASTER_PORT.

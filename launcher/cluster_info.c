@@ -46,6 +46,21 @@ static void found_free(struct ci_found *f)
 	free(f->chief.v);
 }
 
+/* An elastic range's address list names at most MAX nodes. */
+static int too_many_addrs(struct ci_ctx *c, const struct ci_strlist *a, const struct ci_num *nn)
+{
+	return ci_fail(c, "%s (%d addresses) names more nodes than %s allows (at most %ld)", a->what, a->n,
+		       nn->what, nn->v);
+}
+
+/* A per-node slot list in an elastic job cannot say whose count is whose. */
+static int per_node_slots(struct ci_ctx *c, const struct ci_slotspec *sl, const struct ci_num *nn)
+{
+	return ci_fail(c, "%s gives one count per node, which needs a fixed node count, not %s: in an "
+		       "elastic job each node gives its own count, e.g. --slots %d", sl->what, nn->what,
+		       sl->v[0]);
+}
+
 /* The node count a source implies, and its own agreement: explicit count,
  * address list and per-node slot list name the same number, and its node
  * rank is inside it. */
@@ -54,28 +69,33 @@ static int settle(struct ci_ctx *c, struct source *s)
 	if (s->f.nnodes.set)
 		s->nn = s->f.nnodes;
 	if (s->f.addrs.set) {
-		if (s->nn.set && s->nn.v != s->f.addrs.n)
+		if (s->nn.set && s->nn.lo < s->nn.v && s->f.addrs.n > s->nn.v)
+			return too_many_addrs(c, &s->f.addrs, &s->nn);
+		if (s->nn.set && s->nn.lo == s->nn.v && s->nn.v != s->f.addrs.n)
 			return ci_fail(c, "%s (%d addresses) disagrees with %s (%ld nodes)",
 				       s->f.addrs.what, s->f.addrs.n, s->nn.what, s->nn.v);
 		if (!s->nn.set) {
 			s->nn.set = true;
-			s->nn.v = s->f.addrs.n;
+			s->nn.v = s->nn.lo = s->f.addrs.n;
 			memcpy(s->nn.what, s->f.addrs.what, CI_WHAT_MAX);
 		}
 	}
 	if (s->f.slots.set && s->f.slots.per_node) {
+		if (s->nn.set && s->nn.lo < s->nn.v)
+			return per_node_slots(c, &s->f.slots, &s->nn);
 		if (s->nn.set && s->nn.v != s->f.slots.n)
 			return ci_fail(c, "%s has %d entries, but %s gives %ld nodes", s->f.slots.what,
 				       s->f.slots.n, s->nn.what, s->nn.v);
 		if (!s->nn.set) {
 			s->nn.set = true;
-			s->nn.v = s->f.slots.n;
+			s->nn.v = s->nn.lo = s->f.slots.n;
 			memcpy(s->nn.what, s->f.slots.what, CI_WHAT_MAX);
 		}
 	}
 	if (s->f.node_rank.set && s->nn.set && s->f.node_rank.v >= s->nn.v)
-		return ci_fail(c, "%s is out of range: %s names %ld nodes (0..%ld)", s->f.node_rank.what,
-			       s->nn.what, s->nn.v, s->nn.v - 1);
+		return ci_fail(c, "%s is out of range: %s %s %ld nodes (0..%ld)", s->f.node_rank.what,
+			       s->nn.what, s->nn.lo < s->nn.v ? "allows at most" : "names", s->nn.v,
+			       s->nn.v - 1);
 	if (s->f.chief.set && s->f.addrs.set && strcmp(s->f.chief.v, s->f.addrs.v[0]) != 0)
 		return ci_fail(c, "%s disagrees with %s, whose first entry '%s' is the chief: give "
 			       "one of them, or the same chief in both", s->f.chief.what, s->f.addrs.what,
@@ -101,6 +121,16 @@ static struct source *rank_source(struct source *src, long nnodes)
 static int take_addrs(struct ci_ctx *c, struct source *ad, struct source *ch, long nnodes,
 		      struct cluster_info *out)
 {
+	if (ad && ad->f.addrs.n < nnodes) { /* an elastic job's list: padded */
+		char **v = realloc(ad->f.addrs.v, (size_t)nnodes * sizeof(char *));
+
+		if (!v)
+			return ci_oom(c);
+		ad->f.addrs.v = v;
+		for (; ad->f.addrs.n < nnodes; ad->f.addrs.n++)
+			if (!(v[ad->f.addrs.n] = strdup(CI_ADDR_UNKNOWN)))
+				return ci_oom(c);
+	}
 	if (ad) {
 		out->addrs = ad->f.addrs.v;
 		ad->f.addrs.v = NULL;
@@ -175,6 +205,36 @@ static int find_self(struct ci_ctx *c, const struct winners *w, struct cluster_i
 	return 0;
 }
 
+/* An elastic range: the chief's address is what counts, the rank a
+ * source names is a preference (none is looked for), and a per-node slot
+ * list cannot say whose count is whose. */
+static int resolve_elastic(struct ci_ctx *c, struct source *src, struct winners *w,
+			   struct cluster_info *out)
+{
+	long nnodes = w->nn->nn.v;
+	const struct source *sl = w->sl;
+
+	if (w->ad && w->ad->f.addrs.n > nnodes)
+		return too_many_addrs(c, &w->ad->f.addrs, &w->nn->nn);
+	if (!w->ad && !w->ch)
+		return ci_fail(c, "%s is an elastic job, but no source names the chief's address: pass "
+			       "--master-addr (or --addrs with the nodes that may be the chief, chief "
+			       "first) or set SLOTRUN_MASTER_ADDR", w->nn->nn.what);
+	if (sl && sl->f.slots.per_node)
+		return per_node_slots(c, &sl->f.slots, &w->nn->nn);
+	w->rk = rank_source(src, nnodes);
+	if (w->rk && w->rk->f.node_rank.v >= nnodes)
+		return ci_fail(c, "%s is out of range: %s allows at most %ld nodes (0..%ld)",
+			       w->rk->f.node_rank.what, w->nn->nn.what, nnodes, nnodes - 1);
+	out->nnodes = (int)nnodes;
+	out->nnodes_min = (int)w->nn->nn.lo;
+	out->rank_given = w->rk != NULL;
+	out->node_rank = w->rk ? (int)w->rk->f.node_rank.v : 0;
+	out->src_node_rank = w->rk ? w->rk->def->id : CI_SRC_DEFAULT;
+	out->src_addrs = w->ad ? w->ad->def->id : w->ch->def->id;
+	return 0;
+}
+
 /* The node count, the addresses' agreement with it, and this node's rank. */
 static int resolve_nodes(struct ci_ctx *c, struct source *src, struct winners *w,
 			 struct cluster_info *out)
@@ -183,6 +243,10 @@ static int resolve_nodes(struct ci_ctx *c, struct source *src, struct winners *w
 	const char *nn_what = w->nn ? w->nn->nn.what : "the default";
 
 	out->src_nnodes = w->nn ? w->nn->def->id : CI_SRC_DEFAULT;
+	if (w->nn && w->nn->nn.lo < nnodes)
+		return resolve_elastic(c, src, w, out);
+	out->nnodes_min = (int)nnodes;
+	out->rank_given = true;
 	if (w->ad && w->ad->f.addrs.n != nnodes)
 		return ci_fail(c, "%s (%d addresses) disagrees with %s (%ld nodes)", w->ad->f.addrs.what,
 			       w->ad->f.addrs.n, nn_what, nnodes);

@@ -55,6 +55,15 @@
  *   names the fix (srun --ntasks-per-node=1).
  * - nnodes > 1 needs the chief's address and this node's rank from some
  *   source (the default 127.0.0.1 / rank 0 only apply to a single node).
+ * - An elastic range (--nnodes, SLOTRUN_NNODES or PET_NNODES MIN:MAX with
+ *   MIN < MAX) needs only the chief's address: the chief assigns node
+ *   ranks in every round, so a rank a source names is a preference
+ *   (rank_given) and none is looked for in the list.  An address list may
+ *   name 1..MAX nodes (where to look for the chief; addrs is padded with
+ *   CI_ADDR_UNKNOWN to MAX), and each node gives its own slot count: a
+ *   per-node slot list is refused.  slot_counts, rank_base and world_size
+ *   then describe a full job with this node at node_rank: the round's are
+ *   the chief's to give.
  *   With a list of every node's address (--addrs, SLOTRUN_ADDRS, ...) and
  *   no rank, the rank is this node's place in the list, found by
  *   ci_env.self_rank (ci_self.h; reported as "self").
@@ -129,8 +138,11 @@ struct ci_env {
 };
 
 struct cluster_info {
-	int nnodes;
-	int node_rank;
+	int nnodes;          /* an elastic job's MAX */
+	int nnodes_min;      /* an elastic job's MIN; nnodes in a fixed-size job */
+	int node_rank;       /* elastic: the rank given (a preference), else 0 */
+	bool rank_given;     /* a source named node_rank (always, with several
+	                      * fixed nodes); elastic: else the chief assigns it */
 	char **addrs;        /* nnodes host names or addresses, chief first;
 	                      * CI_ADDR_UNKNOWN where no source names one */
 	int *slot_counts;    /* nnodes entries; slot_counts[node_rank] is ours */

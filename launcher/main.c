@@ -21,6 +21,7 @@
 #include "runner.h"
 #include "sock.h"
 #include "spawn.h"
+#include "status_client.h"
 #include "topology.h"
 
 extern char **environ;
@@ -105,13 +106,15 @@ static void hold_std_fds(void)
 
 /* Each worker holds up to five fds in slotrun (two pipes' read ends, its
  * two log files, the exec report while it starts); slotrun itself about
- * 24 (std streams, libevent, /dev/null, topology) and one per other node
- * on the chief.  Raise the soft limit to the hard one when short (workers
- * get the original back), and say clearly when even that is too few. */
+ * 24 (std streams, libevent, /dev/null, topology), 20 for seeing inside
+ * (the status socket and its STATUS_CONNS clients, the metrics listener)
+ * and one per other node on the chief.  Raise the soft limit to the hard
+ * one when short (workers get the original back), and say clearly when
+ * even that is too few. */
 static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 24 + (rlim_t)(nnodes > 1 ? nnodes : 0);
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 44 + (rlim_t)(nnodes > 1 ? nnodes : 0);
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
@@ -559,12 +562,32 @@ static int find_executables(struct launch *l)
 	return GO_ON;
 }
 
+/* Which side this node starts on.  A fixed-size job's node 0 is the chief.
+ * In an elastic job a rank given is a preference, 0 the chief's; without
+ * one, a node whose address is the chief's (one of its own, or a loopback
+ * address: several nodes on one host) may be the chief: the first to
+ * listen on the control port is (plane.h). */
+static enum plane_role plane_role(struct launch *l)
+{
+	const struct cluster_info *ci = &l->ci;
+	struct ci_self found;
+	char err[256];
+
+	if (ci->nnodes_min == ci->nnodes || ci->rank_given)
+		return ci->node_rank == 0 ? PLANE_CHIEF : PLANE_MEMBER;
+	if (load_me(l) < 0 || iface_find_self(&l->me, ci->addrs, 1, "the chief's address", l->resolve_deadline, NULL,
+					      NULL, &found, err, sizeof(err)) < 0)
+		return PLANE_MEMBER;
+	return PLANE_MAYBE_CHIEF;
+}
+
 /* Several nodes: the job plane's settings.  The control port defaults to
  * the master port + 1 (the master port is the workers' rendezvous). */
 static int setup_plane(struct launch *l)
 {
 	const struct cluster_info *ci = &l->ci;
 	int port = l->o.control_port ? l->o.control_port : ci->master_port + 1;
+	bool elastic = ci->nnodes_min < ci->nnodes;
 
 	if (port > 65535) {
 		snprintf(l->err, sizeof(l->err), "the control port would be the master port %d + 1: "
@@ -575,12 +598,20 @@ static int setup_plane(struct launch *l)
 		fprintf(stderr, "slotrun: no SLOTRUN_JOB_SECRET or --secret-file: the job secret is derived "
 			"from the job's addresses and ids, and is therefore not secret\n");
 	l->plane = (struct plane_cfg){ .nnodes = ci->nnodes, .node_rank = ci->node_rank,
+				       .nnodes_min = ci->nnodes_min, .role = plane_role(l),
+				       .settle = l->o.settle, .admit = l->o.admit, .slots = ci->slots,
 				       .addrs = ci->addrs, .slot_counts = ci->slot_counts,
 				       .world_size = ci->world_size, .control_port = port,
 				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
 				       .secret = l->secret.value,
 				       .restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
 				       .max_restarts = l->o.restart.max_restarts };
+	if (elastic && !ci->rank_given)
+		l->plane.node_rank = -1;
+	if (elastic && !l->o.restart.max_restarts)
+		fprintf(stderr, "slotrun: note: --nnodes %d:%d with --max-restarts 0: a lost node or a failed "
+			"rank ends the job; give --max-restarts N to let it re-form on the nodes left\n",
+			ci->nnodes_min, ci->nnodes);
 	return GO_ON;
 }
 
@@ -595,14 +626,14 @@ static const char *file_type(mode_t type)
 	}
 }
 
-/* --error-file is written at the end, as a new regular file renamed over
- * the path: what would make that fail, or replace something that is not
- * an error file (a device, a FIFO, a folder, a link to one), stops the job
- * here, before anything starts, rather than after it ran.  Nothing at the
- * path is touched. */
-static int check_error_file(struct launch *l)
+/* --error-file (and --timeline, --metrics-file) is written as a new
+ * regular file renamed over the path: what would make that fail, or
+ * replace something that is not such a file (a device, a FIFO, a folder,
+ * a link to one), stops the job here, before anything starts, rather than
+ * after it ran.  Nothing at the path is touched. */
+static int check_out_file(struct launch *l, const char *flag, const char *path, const char *example)
 {
-	const char *path = l->o.error_file, *slash, *link;
+	const char *slash, *link;
 	char dir[PATH_MAX];
 	struct stat st;
 	mode_t found;
@@ -619,28 +650,33 @@ static int check_error_file(struct launch *l)
 
 		while (len && path[len - 1] == '/')
 			len--;
-		snprintf(l->err, sizeof(l->err), "--error-file %s: is %sa folder: give a file's path, "
-			 "e.g. %.*s/slotrun-error.json", path, link, (int)len, path);
+		snprintf(l->err, sizeof(l->err), "%s %s: is %sa folder: give a file's path, "
+			 "e.g. %.*s/%s", flag, path, link, (int)len, path, example);
 	} else if (r == -EEXIST) {
-		snprintf(l->err, sizeof(l->err), "--error-file %s: is %s%s, not a file slotrun may "
-			 "replace: give the path of a regular file, or of none yet", path, link,
+		snprintf(l->err, sizeof(l->err), "%s %s: is %s%s, not a file slotrun may "
+			 "replace: give the path of a regular file, or of none yet", flag, path, link,
 			 file_type(found));
 	} else if (r == -ENOENT) {
-		snprintf(l->err, sizeof(l->err), "--error-file %s: its folder %s does not exist: create "
-			 "it, or give a path in an existing folder", path, dir);
+		snprintf(l->err, sizeof(l->err), "%s %s: its folder %s does not exist: create "
+			 "it, or give a path in an existing folder", flag, path, dir);
 	} else if (r == -ENOTDIR) {
-		snprintf(l->err, sizeof(l->err), "--error-file %s: %s is not a folder: give a path in "
-			 "an existing folder", path, dir);
+		snprintf(l->err, sizeof(l->err), "%s %s: %s is not a folder: give a path in "
+			 "an existing folder", flag, path, dir);
 	} else {
-		snprintf(l->err, sizeof(l->err), "--error-file %s: cannot create a file in its folder "
-			 "%s: %s: give a path in a writable folder", path, dir, strerror(-r));
+		snprintf(l->err, sizeof(l->err), "%s %s: cannot create a file in its folder "
+			 "%s: %s: give a path in a writable folder", flag, path, dir, strerror(-r));
 	}
 	return fail(2, l->err);
 }
 
 static int run(struct launch *l)
 {
-	int code = check_error_file(l);
+	int code = check_out_file(l, "--error-file", l->o.error_file, "slotrun-error.json");
+
+	if (code == GO_ON)
+		code = check_out_file(l, "--timeline", l->o.timeline, "slotrun-timeline.json");
+	if (code == GO_ON)
+		code = check_out_file(l, "--metrics-file", l->o.metrics_file, "slotrun.prom");
 
 	if (code == GO_ON)
 		code = filter_console(l);
@@ -664,6 +700,8 @@ static int run(struct launch *l)
 		.nofile = &l->nofile, .plane = l->ci.nnodes > 1 ? &l->plane : NULL,
 		.restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
 		.secret = l->secret.value, .host = l->ci.addrs[l->ci.node_rank],
+		.metrics_addr = l->o.metrics_addr, .metrics_port = l->o.metrics_port,
+		.metrics_file = l->o.metrics_file, .timeline = l->o.timeline,
 	});
 }
 
@@ -674,6 +712,7 @@ static void launch_free(struct launch *l)
 	free(l->guarded);
 	plan_free(&l->plan);
 	ci_free(&l->ci);
+	opt_free(&l->o);
 	if (l->me_loaded)
 		iface_me_free(&l->me);
 	if (l->topo)
@@ -686,6 +725,9 @@ int main(int argc, char **argv)
 	int code;
 
 	hold_std_fds();
+	/* `slotrun status ...`: a client of a running job, not a job */
+	if (argc > 1 && strcmp(argv[1], "status") == 0)
+		return status_main(argc - 1, argv + 1);
 	code = parse_options(&l, argc, argv);
 	if (code == GO_ON)
 		code = build_command(&l);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "io.h"
+#include "metrics_http.h"
 
 const char opt_usage[] =
 "Usage: slotrun [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -22,7 +23,7 @@ const char opt_usage[] =
 "JOB_COMPLETION_INDEX, then SLOTRUN_*; see slotrun(1)):\n"
 "  --slots N|N,N,...    workers on this node (or per node); default: visible GPUs, else 1\n"
 "                                                              [SLOTRUN_SLOTS]\n"
-"  --nnodes N           nodes in the job                       [SLOTRUN_NNODES]\n"
+"  --nnodes N|MIN:MAX   nodes in the job; MIN:MAX: elastic     [SLOTRUN_NNODES]\n"
 "  --node-rank R        this node's index, 0 = chief           [SLOTRUN_NODE_RANK]\n"
 "  --addrs A,B,...      node addresses, chief first; or a hostlist such as\n"
 "                       node[01-04]                            [SLOTRUN_ADDRS]\n"
@@ -39,7 +40,13 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_HEARTBEAT_TIMEOUT]\n"
 "  --secret-file PATH   the job secret is this file's first line [SLOTRUN_SECRET_FILE]\n"
 "                       (else SLOTRUN_JOB_SECRET; else derived, and so not secret)\n"
-"Restarts (on every node at once; not after a stop by signal, a lost node, 126/127):\n"
+"Elastic jobs (--nnodes MIN:MAX: rounds re-formed on the nodes there are):\n"
+"  --settle-time S      the first round starts with MIN+ nodes once none came for S (10)\n"
+"                                                              [SLOTRUN_SETTLE_TIME]\n"
+"  --admit now|next-round  a node that arrives mid-round re-forms the job at once (now),\n"
+"                       or waits for the next round              [SLOTRUN_ADMIT]\n"
+"Restarts (on every node at once; not after a stop by signal, 126/127; a lost node\n"
+"only in an elastic job):\n"
 "  --max-restarts N     start a failed job again up to N times (0) [SLOTRUN_MAX_RESTARTS]\n"
 "  --restart-delay S    wait S seconds first, doubling up to 30 (1) [SLOTRUN_RESTART_DELAY]\n"
 "  --restart-on LIST    any (default), or signal and exit codes, e.g. signal,1,3-5\n"
@@ -64,6 +71,13 @@ const char opt_usage[] =
 "  --ranks-filter LIST  console shows only these ranks, e.g. 0,2-3; files get all\n"
 "                                                              [SLOTRUN_RANKS_FILTER]\n"
 "  --error-file PATH    on failure, write the summary as JSON  [SLOTRUN_ERROR_FILE]\n"
+"Seeing inside (slotrun status [--json] [--watch[=S]] [--stacks] [JOB] shows the job):\n"
+"  --metrics-port [ADDR:]PORT  serve OpenMetrics at http://ADDR:PORT/metrics\n"
+"                       (every address by default; 0: off) [SLOTRUN_METRICS_PORT]\n"
+"  --metrics-file PATH  rewrite PATH with the metrics every second, for\n"
+"                       node_exporter's textfile collector [SLOTRUN_METRICS_FILE]\n"
+"  --timeline PATH      write the job's events as a Chrome/Perfetto trace\n"
+"                                                              [SLOTRUN_TIMELINE]\n"
 "  --dry-run            start nothing; print the plan, one JSON object per slot\n"
 "                                                              [SLOTRUN_DRY_RUN=1]\n"
 "  -h, --help           this help\n"
@@ -84,7 +98,8 @@ enum {
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
 	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
-	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP,
+	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP, O_SETTLE_TIME, O_ADMIT, O_METRICS_PORT, O_METRICS_FILE,
+	O_TIMELINE,
 	/* torchrun's spellings, told apart for messages */
 	O_NPROC_DASH, O_NPROC_UNDERSCORE, O_NODE_RANK_UNDERSCORE, O_MASTER_ADDR_UNDERSCORE,
 	O_MASTER_PORT_UNDERSCORE,
@@ -121,6 +136,11 @@ static const struct option longopts[] = {
 	{ "restart-on", required_argument, NULL, O_RESTART_ON },
 	{ "hang-timeout", required_argument, NULL, O_HANG_TIMEOUT },
 	{ "on-hangup", required_argument, NULL, O_ON_HANGUP },
+	{ "settle-time", required_argument, NULL, O_SETTLE_TIME },
+	{ "admit", required_argument, NULL, O_ADMIT },
+	{ "metrics-port", required_argument, NULL, O_METRICS_PORT },
+	{ "metrics-file", required_argument, NULL, O_METRICS_FILE },
+	{ "timeline", required_argument, NULL, O_TIMELINE },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, O_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -187,7 +207,8 @@ static const char *flag_or_env(const char *flag, const char *flagname, const str
 
 /* Values given as text, flag or variable, read after all the flags. */
 struct raw {
-	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup;
+	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup, *metrics;
+	const char *settle, *admit;
 };
 
 /* The booleans and paths that come from variables; flags override them. */
@@ -207,6 +228,8 @@ static int from_env(const struct ci_env *env, struct options *o, char *err, size
 	o->ranks_filter = nonempty(env, "SLOTRUN_RANKS_FILTER");
 	o->error_file = nonempty(env, "SLOTRUN_ERROR_FILE");
 	o->secret_file = nonempty(env, "SLOTRUN_SECRET_FILE");
+	o->metrics_file = nonempty(env, "SLOTRUN_METRICS_FILE");
+	o->timeline = nonempty(env, "SLOTRUN_TIMELINE");
 	return 0;
 }
 
@@ -257,6 +280,11 @@ static bool own_flag(int c, struct options *o, struct raw *raw)
 	case O_RESTART_ON: raw->restart_on = optarg; break;
 	case O_HANG_TIMEOUT: raw->hang = optarg; break;
 	case O_ON_HANGUP: raw->hangup = optarg; break;
+	case O_SETTLE_TIME: raw->settle = optarg; break;
+	case O_ADMIT: raw->admit = optarg; break;
+	case O_METRICS_PORT: raw->metrics = optarg; break;
+	case O_METRICS_FILE: o->metrics_file = optarg; break;
+	case O_TIMELINE: o->timeline = optarg; break;
 	default: return false;
 	}
 	return true;
@@ -301,6 +329,7 @@ static int read_seconds(const struct ci_env *env, struct options *o, const struc
 		{ raw->hb, "--heartbeat-timeout", "SLOTRUN_HEARTBEAT_TIMEOUT", 0.1, 600, &o->hb_timeout },
 		{ raw->delay, "--restart-delay", "SLOTRUN_RESTART_DELAY", 0, 3600, &o->restart.delay },
 		{ raw->hang, "--hang-timeout", "SLOTRUN_HANG_TIMEOUT", 0, 604800, &o->hang_timeout },
+		{ raw->settle, "--settle-time", "SLOTRUN_SETTLE_TIME", 0, 86400, &o->settle },
 	};
 	const char *what, *v;
 
@@ -346,6 +375,22 @@ static int read_values(const struct ci_env *env, struct options *o, const struct
 		snprintf(err, errlen, "%s '%s': expected auto, stop or ignore", what, v);
 		return -EINVAL;
 	}
+	if ((v = flag_or_env(raw->admit, "--admit", env, "SLOTRUN_ADMIT", &what))) {
+		if (!strcmp(v, "now")) {
+			o->admit = PLANE_ADMIT_NOW;
+		} else if (!strcmp(v, "next-round")) {
+			o->admit = PLANE_ADMIT_NEXT_ROUND;
+		} else {
+			snprintf(err, errlen, "%s '%s': expected now or next-round", what, v);
+			return -EINVAL;
+		}
+	}
+	if ((v = flag_or_env(raw->metrics, "--metrics-port", env, "SLOTRUN_METRICS_PORT", &what)) &&
+	    metrics_parse_listen(v, &o->metrics_addr, &o->metrics_port) < 0) {
+		snprintf(err, errlen, "%s '%s': expected a port from 0 to 65535, or ADDRESS:PORT "
+			 "(e.g. 9400, 127.0.0.1:9400, [::1]:9400)", what, v);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -356,6 +401,8 @@ static int check_paths(const struct options *o, char *err, size_t errlen)
 		{ o->secret_file, "--secret-file", "a path" },
 		{ o->log_dir, "--log-dir", "a directory" },
 		{ o->error_file, "--error-file", "a path" },
+		{ o->metrics_file, "--metrics-file", "a path" },
+		{ o->timeline, "--timeline", "a path" },
 	};
 
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
@@ -374,7 +421,8 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	int r;
 
 	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
-			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT };
+			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT,
+			       .settle = OPT_DEFAULT_SETTLE };
 	restart_init(&o->restart);
 	if (from_env(env, o, err, errlen) < 0)
 		return -EINVAL;
@@ -393,4 +441,10 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 	if (!o->no_python && o->argv[0] && ends_with(o->argv[0], ".py"))
 		o->interpreter = OPT_PYTHON;
 	return OPT_RUN;
+}
+
+void opt_free(struct options *o)
+{
+	free(o->metrics_addr);
+	o->metrics_addr = NULL;
 }

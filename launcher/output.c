@@ -389,10 +389,30 @@ static void file_put(struct out_stream *s, const char *buf, size_t len)
 	file_lose(s, buf + done, len - done);
 }
 
+void out_count_lines(struct out_count *c, const char *buf, size_t len, double now)
+{
+	size_t n = count_lines(buf, len), end = len, start;
+
+	if (n == 0)
+		return;
+	c->bytes += len;
+	c->lines += n;
+	c->last_at = now;
+	while (end > 0 && buf[end - 1] == '\n')
+		end--;
+	for (start = end; start > 0 && buf[start - 1] != '\n'; start--)
+		;
+	c->last_len = end - start < OUT_LAST_MAX ? end - start : OUT_LAST_MAX - 1;
+	memcpy(c->last, buf + start, c->last_len);
+	c->last[c->last_len] = '\0';
+}
+
 static int sink(void *ctx, const char *buf, size_t len)
 {
 	struct out_stream *s = ctx;
 
+	if (s->count)
+		out_count_lines(s->count, buf, len, clock_mono());
 	if (s->console)
 		console_put(s->console, buf, len);
 	if (s->file_fd >= 0 || s->file_err)
@@ -414,7 +434,13 @@ void out_stream_init(struct out_stream *s, int fd, struct out_console *console, 
 	s->file_wait = (struct out_wait){ 0 };
 	s->file_cut_len = 0;
 	s->tail = tail;
+	s->count = NULL;
 	ls_init(&s->ls, "", sink, s);
+}
+
+void out_stream_count(struct out_stream *s, struct out_count *c)
+{
+	s->count = c;
 }
 
 void out_stream_close(struct out_stream *s)

@@ -90,6 +90,22 @@ void out_console_put(struct out_console *c, const char *buf, size_t len);
  * did not take it in time. */
 void out_console_drop(struct out_console *c);
 
+/* What a worker wrote, for `slotrun status` and the metrics: counted as
+ * its whole lines pass (both streams into one count), over every attempt.
+ * last holds the start of its newest line (without the '\n'), at most
+ * OUT_LAST_MAX - 1 bytes. */
+#define OUT_LAST_MAX 256
+
+struct out_count {
+	unsigned long long bytes, lines;
+	double last_at;        /* clock_mono() when its newest line came, 0: none yet */
+	char last[OUT_LAST_MAX];
+	size_t last_len;
+};
+
+/* Counts buf[0..len) (whole lines) at now into c.  Pure. */
+void out_count_lines(struct out_count *c, const char *buf, size_t len, double now);
+
 /* A log file has no queue: a write failure that waits for room (as the
  * console's, above) drops and counts the lines that come meanwhile, and
  * the first write past wait.retry_at tries again.  A line a short write
@@ -107,12 +123,16 @@ struct out_stream {
 	char file_cut[LS_WRITE_MAX]; /* the rest of a line a short write cut */
 	size_t file_cut_len;
 	struct out_tail *tail; /* NULL: not kept */
+	struct out_count *count; /* NULL: not counted (out_stream_count) */
 	struct line_splitter ls;
 };
 
 /* fd -1 makes a closed stream (a worker that never started). */
 void out_stream_init(struct out_stream *s, int fd, struct out_console *console, int file_fd,
 		     struct out_tail *tail);
+
+/* The stream's lines are counted into c from now on (NULL: not). */
+void out_stream_count(struct out_stream *s, struct out_count *c);
 
 enum { OUT_PUMP_CLOSED = 0, OUT_PUMP_EMPTY = 1, OUT_PUMP_MORE = 2 };
 

@@ -160,6 +160,74 @@ oom:
 	return -ENOMEM;
 }
 
+/* env's "NAME=..." entry replaced by one with this value: 0 or -ENOMEM.
+ * An entry that is not there is left out (the plan names them all). */
+static int replace_var(char **env, const char *name, char **fresh)
+{
+	size_t len = strlen(name);
+
+	for (char **e = env; *e; e++)
+		if (!strncmp(*e, name, len) && (*e)[len] == '=') {
+			free(*e);
+			*e = *fresh;
+			*fresh = NULL;
+			return 0;
+		}
+	return 0;
+}
+
+/* *out = the formatted string: true, or false with *out NULL. */
+__attribute__((format(printf, 2, 3)))
+static bool fmt_var(char **out, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(out, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		*out = NULL;
+	return n >= 0;
+}
+
+int plan_round(struct plan *p, const struct plan_round *r)
+{
+	static const char *const names[] = { "RANK", "WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "CROSS_RANK",
+					     "GROUP_WORLD_SIZE", "CROSS_SIZE", "MASTER_ADDR", "DET_CHIEF_IP" };
+	enum { NV = sizeof(names) / sizeof(names[0]) };
+	char **fresh = calloc((size_t)p->nslots * NV, sizeof(char *));
+	bool oom = !fresh;
+
+	/* everything is made first, so that nothing changes on ENOMEM */
+	for (int i = 0; !oom && i < p->nslots; i++) {
+		char **f = fresh + (size_t)i * NV;
+
+		oom = !fmt_var(&f[0], "RANK=%d", r->rank_base + p->slots[i].local_rank) ||
+		      !fmt_var(&f[1], "WORLD_SIZE=%d", r->world_size) ||
+		      !fmt_var(&f[2], "GROUP_RANK=%d", r->node_rank) ||
+		      !fmt_var(&f[3], "NODE_RANK=%d", r->node_rank) ||
+		      !fmt_var(&f[4], "CROSS_RANK=%d", r->node_rank) ||
+		      !fmt_var(&f[5], "GROUP_WORLD_SIZE=%d", r->nnodes) ||
+		      !fmt_var(&f[6], "CROSS_SIZE=%d", r->nnodes) ||
+		      (r->master && (!fmt_var(&f[7], "MASTER_ADDR=%s", r->master) ||
+				     !fmt_var(&f[8], "DET_CHIEF_IP=%s", r->master)));
+	}
+	if (!oom) {
+		for (int i = 0; i < p->nslots; i++) {
+			for (int v = 0; v < NV; v++)
+				if (fresh[(size_t)i * NV + v])
+					replace_var(p->slots[i].env, names[v], &fresh[(size_t)i * NV + v]);
+			p->slots[i].rank = r->rank_base + p->slots[i].local_rank;
+		}
+		p->node_rank = r->node_rank;
+	}
+	for (size_t k = 0; fresh && k < (size_t)p->nslots * NV; k++)
+		free(fresh[k]);
+	free(fresh);
+	return oom ? -ENOMEM : 0;
+}
+
 void plan_free(struct plan *p)
 {
 	for (int i = 0; p->slots && i < p->nslots; i++) {

@@ -58,6 +58,22 @@ int plan_build(const struct cluster_info *ci, struct topo_slot *tslots,
 /* Frees the slots, their placements and environments; p is empty after. */
 void plan_free(struct plan *p);
 
+/* Where this node stands in a round of the job plane: an elastic job's
+ * rounds move it (its node rank, the ranks and the chief change); a
+ * fixed-size job's rounds are its plan. */
+struct plan_round {
+	int node_rank, nnodes;
+	int rank_base, world_size;
+	const char *master;       /* the chief's address for MASTER_ADDR; NULL: as planned */
+};
+
+/* Gives every slot its rank in round r (rank_base + local rank) and
+ * rewrites the variables that name the round: RANK, WORLD_SIZE,
+ * GROUP_RANK, NODE_RANK, CROSS_RANK, GROUP_WORLD_SIZE, CROSS_SIZE and, with
+ * r->master, MASTER_ADDR and DET_CHIEF_IP.  0, or -ENOMEM with the plan
+ * unchanged. */
+int plan_round(struct plan *p, const struct plan_round *r);
+
 enum plan_secret_kind {
 	PLAN_SECRET_GIVEN,     /* the user's SLOTRUN_JOB_SECRET */
 	PLAN_SECRET_RANDOM,    /* one node: fresh random bytes, in hex */

@@ -13,17 +13,44 @@
 #include "plane_conn.h"
 #include "plane_int.h"
 #include "plane_member.h"
+#include "plane_query.h"
 
-/* Each node's address as cfg names it, ours to refine. */
-static int copy_hosts(struct plane *p)
+#include <sodium.h>
+
+static void free_hosts(struct plane *p)
 {
-	p->hosts = calloc((size_t)p->cfg->nnodes, sizeof(char *));
-	if (!p->hosts)
+	for (int k = 0; p->hosts && k < p->nnodes; k++)
+		free(p->hosts[k]);
+	free(p->hosts);
+	p->hosts = NULL;
+}
+
+int plane_set_hosts(struct plane *p, int n, char *const *hosts)
+{
+	char **h = calloc((size_t)n, sizeof(char *));
+
+	for (int k = 0; h && k < n; k++)
+		if (!(h[k] = strdup(hosts[k] ? hosts[k] : CI_ADDR_UNKNOWN))) {
+			while (k--)
+				free(h[k]);
+			free(h);
+			h = NULL;
+		}
+	if (!h)
 		return -ENOMEM;
-	for (int k = 0; k < p->cfg->nnodes; k++)
-		if (!(p->hosts[k] = strdup(p->cfg->addrs[k])))
-			return -ENOMEM;
+	free_hosts(p);
+	p->hosts = h;
+	p->nnodes = n;
 	return 0;
+}
+
+/* Whether cfg names a known address beside the chief's. */
+static bool has_others(const struct plane_cfg *cfg)
+{
+	for (int k = 1; k < cfg->nnodes; k++)
+		if (ci_addr_known(cfg->addrs[k]))
+			return true;
+	return false;
 }
 
 int plane_open(struct plane **pp, struct event_base *base, const struct plane_cfg *cfg,
@@ -39,15 +66,31 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		return p ? -EIO : -ENOMEM;
 	}
 	*p = (struct plane){ .base = base, .cfg = cfg, .h = hooks, .arg = arg, .lfd = -1,
-			     .chief = cfg->node_rank == 0, .retry_delay = 0.05 };
+			     .chief = cfg->role != PLANE_MEMBER, .rank = cfg->node_rank, .retry_delay = 0.05 };
 	p->side = p->chief ? &plane_chief_side : &plane_member_side;
 	p->interval = cfg->hb_timeout / PLANE_HB_PER_TIMEOUT;
-	if (copy_hosts(p) < 0 || plane_conn_start_tick(p) < 0) {
+	randombytes_buf(p->id, sizeof(p->id));
+	if (plane_set_hosts(p, cfg->nnodes, cfg->addrs) < 0 || plane_conn_start_tick(p) < 0) {
 		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
 		goto fail;
 	}
-	r = p->chief ? plane_chief_open(p, err, errlen) : plane_member_open(p, err, errlen);
+	/* an elastic node that may be the chief looks for a running job at the
+	 * other addresses it was given first (plane_member.c, seek_list) */
+	if (p->chief && plane_elastic(cfg) && has_others(cfg)) {
+		p->chief = false;
+		p->side = &plane_member_side;
+	}
+	r = p->chief ? plane_chief_open(p, err, errlen) : -EAGAIN;
+	if (r == -EADDRINUSE && cfg->role == PLANE_MAYBE_CHIEF) {
+		/* another slotrun on this host is the chief: join it */
+		plane_chief_close(p);
+		p->chief = false;
+		p->side = &plane_member_side;
+		r = -EAGAIN;
+	}
+	if (r == -EAGAIN)
+		r = plane_member_open(p, err, errlen);
 	if (r < 0)
 		goto fail;
 	*pp = p;
@@ -118,12 +161,9 @@ void plane_close(struct plane *p)
 	if (!p)
 		return;
 	plane_conn_close_all(p);
-	if (p->chief)
-		plane_chief_close(p);
-	else
-		plane_member_close(p);
-	for (int k = 0; p->hosts && k < p->cfg->nnodes; k++)
-		free(p->hosts[k]);
-	free(p->hosts);
+	plane_query_close(p);
+	plane_chief_close(p);   /* a node may have been both: it took over */
+	plane_member_close(p);
+	free_hosts(p);
 	free(p);
 }

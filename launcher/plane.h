@@ -16,6 +16,7 @@
 #include <event2/event.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "plane_proto.h"
 
@@ -33,8 +34,20 @@
  * for its PAUSE messages to be written. */
 #define PLANE_PAUSE_FLUSH 1.0
 
+/* Which side a node starts on.  A fixed-size job's node 0 is the chief; an
+ * elastic job's node may be the chief by address (its address is the
+ * chief's), which it finds out by listening (PLANE_MAYBE_CHIEF: the port
+ * is taken, so another slotrun on this host is the chief: it joins it). */
+enum plane_role { PLANE_CHIEF, PLANE_MEMBER, PLANE_MAYBE_CHIEF };
+
 struct plane_cfg {
-	int nnodes, node_rank;
+	int nnodes, node_rank;      /* elastic: nnodes is MAX; node_rank a preference, or -1 */
+	int nnodes_min;             /* < nnodes: an elastic job (docs/job-plane.md) */
+	enum plane_role role;
+	double settle;              /* elastic: seconds without a new node before the first
+				     * round starts with fewer than MAX */
+	enum plane_admit admit;     /* elastic: when a node that arrives mid-round is taken in */
+	int slots;                  /* this node's slot count */
 	char *const *addrs;         /* chief first; CI_ADDR_UNKNOWN ("?") where no
 	                             * source named one: the plane then calls the
 	                             * node by the address it joined from */
@@ -49,8 +62,10 @@ struct plane_cfg {
 };
 
 struct plane_hooks {
-	/* Every node is in and agrees: start the workers. */
-	void (*start)(void *arg);
+	/* Every node is in and agrees: start the workers for this round (its
+	 * ranks, world size and chief; in a fixed-size job what the plan
+	 * says). */
+	void (*start)(void *arg, const struct plane_round_info *ri);
 	/* Stop the workers: sig 0 when the job failed elsewhere, else the stop
 	 * signal that another node's slotrun received (forward it). */
 	void (*stop)(void *arg, int sig);
@@ -73,7 +88,23 @@ struct plane_hooks {
 	 * an unread stderr never stalls the plane and no line overtakes
 	 * another. */
 	void (*say)(void *arg, const char *line);
+	/* Seeing inside (docs/observability.md).  ask: the plane wants this
+	 * node's part of a status (stacks too when asked): answer later, on
+	 * the loop, with plane_answer(id).  merge: the chief makes the job's
+	 * whole status from the nodes' parts, docs[k] node k's (NULL: it did
+	 * not answer; missing says which did not, or ""): a malloc'd JSON
+	 * text, its length in *len.  event: the chief takes in another node's
+	 * timeline event (JSON text), from the node at host.  Any may be
+	 * NULL. */
+	void (*ask)(void *arg, uint32_t id, bool stacks);
+	char *(*merge)(void *arg, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len);
+	void (*event)(void *arg, const char *json, size_t len, const char *host);
 };
+
+/* The answer to a query: the document (malloc'd, the callee's to free; JSON
+ * text), or NULL when none came within the deadline (the chief lost, or
+ * the plane ended). */
+typedef void (*plane_doc_fn)(void *ctx, char *doc, size_t len);
 
 struct plane;
 
@@ -104,6 +135,29 @@ void plane_local_resume(struct plane *p);
 /* This node's workers are all reaped; code is what the node alone would
  * exit with. */
 void plane_local_done(struct plane *p, int code);
+
+/* The whole job's status, for `slotrun status` on this node: the chief
+ * asks every node of the round for its part (the ask hook), waits up to
+ * timeout seconds, merges them (its merge hook) and sends the document
+ * here; done gets it later on the loop (or NULL).  0, or -ENOMEM / -ENOTCONN
+ * (no chief to ask now) with done not called. */
+int plane_query(struct plane *p, bool stacks, double timeout, plane_doc_fn done, void *ctx);
+
+/* This node's part for the ask hook's id (doc: JSON text). */
+void plane_answer(struct plane *p, uint32_t id, const char *doc, size_t len);
+
+/* One timeline event of this node for the chief's --timeline (JSON text);
+ * nothing on the chief itself or without a chief. */
+void plane_event(struct plane *p, const char *json, size_t len);
+
+/* Whether this node is the chief now (an elastic job's may change). */
+bool plane_is_chief(const struct plane *p);
+
+/* Whether the job is elastic (cfg->nnodes_min < cfg->nnodes). */
+static inline bool plane_elastic(const struct plane_cfg *cfg)
+{
+	return cfg->nnodes_min < cfg->nnodes;
+}
 
 /* Sends what is still queued (waiting at most a second for slow peers),
  * then closes every connection and frees p.  NULL is fine. */

@@ -18,6 +18,7 @@ enum plane_cause_kind {
 	PLANE_CAUSE_RANK,    /* a worker failed */
 	PLANE_CAUSE_SIGNAL,  /* a node's slotrun was told to stop */
 	PLANE_CAUSE_LOST,    /* a node went silent or away */
+	PLANE_CAUSE_GROW,    /* elastic: a node arrived, the job re-forms to take it in */
 };
 
 /* The job's root cause as every node reports it. */
@@ -31,7 +32,7 @@ struct plane_cause {
 	char host[PLANE_HOST_MAX];
 	char text[PLANE_TEXT_MAX];  /* RANK: a note, e.g. why it did not start; LOST: why;
 				     * SIGNAL: why the node stopped the job, if not the
-				     * signal alone (or "") */
+				     * signal alone (or ""); GROW: host is the new node's */
 	char tail[PLANE_TAIL_MAX];  /* RANK: its last stderr lines, '\n'-separated */
 	/* RANK: what the rank said of its failure in its report (rank_report.h),
 	 * or "" */

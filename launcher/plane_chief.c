@@ -12,16 +12,46 @@
 
 #include "clock.h"
 #include "plane_conn.h"
+#include "plane_elastic.h"
+#include "plane_query.h"
 #include "sock.h"
 
 /* Said at most this many times: a port scan must not flood stderr. */
 #define MAX_STRANGER_LINES 5
 
-static void broadcast(struct plane *p, const struct plane_msg *m, int except)
+void plane_chief_broadcast(struct plane *p, const struct plane_msg *m, int except)
 {
-	for (int k = 1; k < p->cfg->nnodes; k++)
+	for (int k = 1; k < p->nnodes; k++)
 		if (k != except && p->by_node[k])
 			plane_conn_send(p->by_node[k], m);
+}
+
+#define broadcast plane_chief_broadcast
+
+/* What START tells node k of a fixed-size job: its plan, attempt after
+ * attempt. */
+static void fixed_round(const struct plane *p, int k, struct plane_round_info *ri)
+{
+	const struct plane_cfg *g = p->cfg;
+
+	*ri = (struct plane_round_info){ .round = p->coord.restarts + 1, .restarts = p->coord.restarts,
+					 .nnodes = g->nnodes, .node_rank = k, .world_size = g->world_size };
+	for (int j = 0; j < k; j++)
+		ri->rank_base += g->slot_counts[j];
+}
+
+/* Every node starts its workers, ours too. */
+static void start_all(struct plane *p)
+{
+	struct plane_msg m = { .type = PLANE_START };
+
+	for (int k = 1; k < p->nnodes; k++)
+		if (p->by_node[k]) {
+			fixed_round(p, k, &m.round);
+			plane_conn_send(p->by_node[k], &m);
+		}
+	fixed_round(p, 0, &p->round);
+	p->h->start(p->arg, &p->round);
 }
 
 /* Every node that proved the secret hears why the job will not start, the
@@ -115,7 +145,7 @@ static void do_restart(struct plane *p)
 }
 
 /* Carries out what the coordinator decided, in plane_acts' order. */
-static void apply(struct plane *p, const struct plane_acts *a, struct conn *extra)
+void plane_chief_apply(struct plane *p, const struct plane_acts *a, struct conn *extra)
 {
 	if (a->abort)
 		do_abort(p, a, extra);
@@ -125,10 +155,8 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 	}
 	if (a->abort)
 		return;
-	if (a->start) {
-		broadcast(p, &(struct plane_msg){ .type = PLANE_START }, -1);
-		p->h->start(p->arg);
-	}
+	if (a->start)
+		start_all(p);
 	if (a->stop)
 		do_stop(p, a);
 	if (a->signal)
@@ -139,12 +167,16 @@ static void apply(struct plane *p, const struct plane_acts *a, struct conn *extr
 		do_resume(p, a);
 	if (a->restart)
 		do_restart(p);
-	if (a->end) {
+	if (a->end && p->el) {
+		plane_elastic_round_over(p);
+	} else if (a->end) {
 		broadcast(p, &(struct plane_msg){ .type = PLANE_END, .code = p->coord.code, .cause = p->coord.cause },
 			  -1);
 		plane_end_job(p, p->coord.code, &p->coord.cause);
 	}
 }
+
+#define apply plane_chief_apply
 
 /* Every listed node's addresses, for plane_where.  An entry that does not
  * resolve is asked again later (names may resolve late), at most once a
@@ -240,8 +272,15 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 	}
 	c->authed = true;
 	p->npending--;
+	plane_conn_seal(c, p->cfg->secret, c->nonce, m->nonce, true);
+	c->sealed_in = true;
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
 	plane_conn_send(c, &welcome);
+	c->sealed_out = true;
+	if (p->el) {
+		plane_elastic_join(c, m);
+		return;
+	}
 	if (where_from(c, m->join.node_rank, &other) == PLANE_FROM_OTHER)
 		a = plane_coord_misplaced(&p->coord, m->join.node_rank, other, c->peer);
 	else
@@ -285,6 +324,25 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 			plane_conn_drop(c);
 		return;
 	}
+	if (c->closing) /* refused or told: it only waits for its last word */
+		return;
+	switch (m.type) { /* seeing inside: any node of the job, in any phase */
+	case PLANE_QUERY:
+		plane_query_asked(c, &m);
+		return;
+	case PLANE_PART:
+		plane_query_piece(c, &m);
+		return;
+	case PLANE_EVENT:
+		plane_query_event(c, &m);
+		return;
+	default:
+		break;
+	}
+	if (c->waiting || (p->el && plane_elastic_idle(p))) { /* elastic: no round for it now */
+		plane_elastic_frame(c, &m);
+		return;
+	}
 	if (c->node < 0) /* a refused duplicate: it only waits for its ABORT */
 		return;
 	switch (m.type) {
@@ -324,15 +382,22 @@ static void on_dropped(struct conn *c)
 
 	if (!c->authed && c->node < 0)
 		p->npending--;
-	if (c->node >= 0 && p->by_node[c->node] == c)
+	if (c->node >= 0 && c->node < p->cfg->nnodes && p->by_node[c->node] == c)
 		p->by_node[c->node] = NULL;
+	if (p->el)
+		plane_elastic_dropped(c);
+	plane_query_dropped(c);
 }
 
 static void on_lost(struct conn *c, const char *why)
 {
 	struct plane_acts a;
 
-	if (!c->authed || c->node < 0)
+	if (!c->authed)
+		return;
+	if (c->p->el && plane_elastic_lost(c, why))
+		return;
+	if (c->node < 0)
 		return;
 	a = plane_coord_lost(&c->p->coord, c->node, why);
 	apply(c->p, &a, NULL);
@@ -410,8 +475,13 @@ static void on_restart_due(evutil_socket_t fd, short what, void *arg)
 static void on_join_timeout(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
-	struct plane_acts a = plane_coord_join_timeout(&p->coord);
+	struct plane_acts a;
 
+	if (p->el) {
+		plane_elastic_join_timeout(p);
+		return;
+	}
+	a = plane_coord_join_timeout(&p->coord);
 	apply(p, &a, NULL);
 }
 
@@ -446,14 +516,12 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 					    .hb_timeout_ms = plane_hb_ms(cfg->hb_timeout) };
 	p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 	p->where = calloc((size_t)cfg->nnodes, sizeof(*p->where));
-	if (!p->by_node || !p->where || plane_coord_init(&p->coord, &p->ccfg) < 0) {
-		free(p->by_node);
-		free(p->where);
-		p->by_node = NULL;
-		p->where = NULL;
+	if (!p->by_node || !p->where ||
+	    (plane_elastic(cfg) ? plane_elastic_open(p) : plane_coord_init(&p->coord, &p->ccfg)) < 0) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	p->rank = 0;
 	r = listen_on_port(p, err, errlen);
 	if (r < 0)
 		return r;
@@ -471,11 +539,31 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 	return 0;
 }
 
+int plane_chief_take_over(struct plane *p, bool chief_dead, const char *lost, char *err, size_t errlen)
+{
+	int r = plane_chief_open(p, err, errlen);
+
+	if (r < 0)
+		return r;
+	evtimer_del(p->ev_join);
+	plane_elastic_failover(p, chief_dead, lost);
+	return 0;
+}
+
+/* Elastic: no round runs (the first has not formed, or the next is to
+ * come): the coordinator of the last one has nothing to say. */
+static bool idle(const struct plane *p)
+{
+	return p->el && plane_elastic_idle(p);
+}
+
 void plane_chief_local_fail(struct plane *p, const struct plane_cause *f)
 {
 	struct plane_cause mine = *f;
 	struct plane_acts a;
 
+	if (idle(p))
+		return;
 	snprintf(mine.host, sizeof(mine.host), "%s", plane_host(p, 0));
 	a = plane_coord_fail(&p->coord, 0, &mine, clock_mono());
 	apply(p, &a, NULL);
@@ -483,22 +571,32 @@ void plane_chief_local_fail(struct plane *p, const struct plane_cause *f)
 
 void plane_chief_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
-	struct plane_acts a = plane_coord_signal_why(&p->coord, 0, sig, stops, why);
+	struct plane_acts a;
 
+	if (idle(p)) {
+		plane_elastic_local_signal(p, sig, stops, why);
+		return;
+	}
+	a = plane_coord_signal_why(&p->coord, 0, sig, stops, why);
 	apply(p, &a, NULL);
 }
 
 void plane_chief_local_pause(struct plane *p, int sig)
 {
-	struct plane_acts a = plane_coord_pause(&p->coord, 0, sig);
+	struct plane_acts a;
 
+	if (idle(p))
+		return;
+	a = plane_coord_pause(&p->coord, 0, sig);
 	apply(p, &a, NULL);
 }
 
 void plane_chief_local_resume(struct plane *p)
 {
-	struct plane_acts a = plane_coord_resume(&p->coord, 0);
+	struct plane_acts a = { .origin = -1 };
 
+	if (!idle(p))
+		a = plane_coord_resume(&p->coord, 0);
 	if (!a.resume && !a.still) { /* the job was not paused: our workers alone were */
 		plane_resume_here(p, 0);
 		return;
@@ -508,8 +606,13 @@ void plane_chief_local_resume(struct plane *p)
 
 void plane_chief_local_done(struct plane *p, int code)
 {
-	struct plane_acts a = plane_coord_done(&p->coord, 0, code);
+	struct plane_acts a;
 
+	if (idle(p)) {
+		plane_elastic_local_done(p);
+		return;
+	}
+	a = plane_coord_done(&p->coord, 0, code);
 	apply(p, &a, NULL);
 }
 
@@ -523,8 +626,12 @@ void plane_chief_close(struct plane *p)
 		event_free(p->ev_restart);
 	if (p->lfd >= 0)
 		close(p->lfd);
-	if (p->by_node)
-		plane_coord_free(&p->coord);
+	plane_elastic_close(p);
+	plane_coord_free(&p->coord);
 	free(p->by_node);
 	free(p->where);
+	p->ev_accept = p->ev_join = p->ev_restart = NULL;
+	p->lfd = -1;
+	p->by_node = NULL;
+	p->where = NULL;
 }

@@ -14,8 +14,17 @@
 extern const struct plane_side plane_chief_side;
 
 /* Listens on the control port and starts the join timeout.  Returns 0 or
- * a negative errno with a one-line reason in err. */
+ * a negative errno with a one-line reason in err (-EADDRINUSE: another
+ * program holds the port). */
 int plane_chief_open(struct plane *p, char *err, size_t errlen);
+
+
+
+/* Elastic: this node takes over as the chief of the job whose chief was
+ * lost (plane_elastic_failover): it listens on the control port and waits
+ * for the last round's other nodes.  0, or a negative errno with err (it
+ * cannot listen: the next candidate's turn). */
+int plane_chief_take_over(struct plane *p, bool chief_dead, const char *lost, char *err, size_t errlen);
 
 /* This node's own events, as the coordinator's node 0. */
 void plane_chief_local_fail(struct plane *p, const struct plane_cause *f);
@@ -24,7 +33,8 @@ void plane_chief_local_pause(struct plane *p, int sig);
 void plane_chief_local_resume(struct plane *p);
 void plane_chief_local_done(struct plane *p, int code);
 
-/* Frees what plane_chief_open made (the connections are closed already). */
+/* Frees what plane_chief_open made (the connections are closed already).
+ * Again is fine. */
 void plane_chief_close(struct plane *p);
 
 #endif

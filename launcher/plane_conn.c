@@ -90,6 +90,24 @@ void plane_conn_lost(struct conn *c, const char *why)
 		c->p->side->lost(c, why);
 }
 
+void plane_conn_abandon(struct conn *c)
+{
+	struct plane *p = c->p;
+
+	if (c->fd < 0)
+		return;
+	event_del(c->ev_read);
+	event_del(c->ev_write);
+	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	p->side->dropped(c);
+	c->next = p->abandoned;
+	p->abandoned = c;
+}
+
 /* Writes what the socket takes now; the rest waits for EV_WRITE. */
 static void conn_flush(struct conn *c)
 {
@@ -106,6 +124,7 @@ static void conn_flush(struct conn *c)
 			event_add(c->ev_write, NULL);
 			return;
 		}
+		c->peer_gone = n < 0 && (errno == EPIPE || errno == ECONNRESET);
 		plane_conn_lost(c, "connection closed");
 		return;
 	}
@@ -148,10 +167,29 @@ static int out_room(struct conn *c, size_t n)
 	return 0;
 }
 
+void plane_conn_seal(struct conn *c, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief)
+{
+	plane_seal_init(&c->seal, secret, nc, nn, chief);
+}
+
 void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 {
+	unsigned char sealed[4 + PLANE_MAX_FRAME];
+
 	if (c->fd < 0)
 		return;
+	if (c->sealed_out) {
+		int len;
+
+		if (n > sizeof(sealed) || (memcpy(sealed, frame, n),
+					   (len = plane_seal(&c->seal, sealed, n, sizeof(sealed)))) < 0) {
+			plane_conn_lost(c, "cannot seal a message");
+			return;
+		}
+		frame = sealed;
+		n = (size_t)len;
+	}
 	if (c->out_len - c->out_off + n > OUT_MAX) {
 		plane_conn_lost(c, "it stopped reading");
 		return;
@@ -218,7 +256,18 @@ static void take_frames(struct conn *c)
 			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}
-		c->p->side->frame(c, c->in, (size_t)len);
+		if (c->sealed_in) {
+			long plain = plane_open_frame(&c->seal, c->in, (size_t)len);
+
+			if (plain < 0) {
+				plane_conn_lost(c, "it sent a message that failed authentication (forged, "
+						"replayed or reordered)");
+				return;
+			}
+			c->p->side->frame(c, c->in, (size_t)plain);
+		} else {
+			c->p->side->frame(c, c->in, (size_t)len);
+		}
 		if (c->fd < 0)
 			return;
 		memmove(c->in, c->in + len, c->in_len - (size_t)len);
@@ -245,7 +294,10 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0) {
-		plane_conn_lost(c, n == 0 ? "connection closed" : strerror(errno));
+		/* a reset is a close too: the peer's process ended with our
+		 * bytes unread, which one word describes for the user */
+		c->peer_gone = n == 0 || errno == ECONNRESET;
+		plane_conn_lost(c, c->peer_gone ? "connection closed" : strerror(errno));
 		return;
 	}
 	c->in_len += (size_t)n;
@@ -280,10 +332,18 @@ static void check(struct conn *c, double now, const char *silent)
 			plane_conn_lost(c, "no answer to the handshake");
 		return;
 	}
-	if (c->closing || c->paused || (p->chief && c->node < 0)) /* told, stopped, or a refused duplicate */
+	/* told, stopped, or a refused duplicate (an elastic node waiting for
+	 * its round is in the job: it hears heartbeats and must send them) */
+	if (c->closing || c->paused || (p->chief && c->node < 0 && !c->waiting))
 		return;
 	if (now - c->last_rx > p->cfg->hb_timeout) {
-		plane_conn_lost(c, silent);
+		if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {
+			/* no close: docs/job-plane.md, "No two jobs" */
+			plane_conn_abandon(c);
+			p->side->lost(c, silent);
+		} else {
+			plane_conn_lost(c, silent);
+		}
 		return;
 	}
 	if (now - c->last_tx >= p->interval * 0.95)
@@ -410,6 +470,14 @@ void plane_conn_close_all(struct plane *p)
 	linger(p);
 	while (p->conns)
 		plane_conn_drop(p->conns);
+	while (p->abandoned) {
+		struct conn *c = p->abandoned;
+
+		p->abandoned = c->next;
+		close(c->fd);
+		c->fd = -1;
+		conn_free(c);
+	}
 	bury(p);
 	if (p->ev_tick)
 		event_free(p->ev_tick);

@@ -25,6 +25,12 @@ struct conn {
 	bool draining;            /* our side is shut: read until EOF, then drop */
 	bool paused;              /* the peer's slotrun is stopped on purpose (a terminal
 				   * stop): its silence is not counted (plane_conn_pause) */
+	bool peer_gone;           /* lost because the peer's host closed or reset it: its
+				   * slotrun is gone (a silent peer may be cut off instead) */
+	bool waiting;             /* elastic chief: a node that waits for the next round */
+	bool sealed_out;          /* what we send is sealed (plane_seal) */
+	bool sealed_in;           /* what we receive must be */
+	struct plane_seal seal;
 	int node;                 /* chief: the node it joined as, or -1 */
 	double born, last_rx, last_tx;
 	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
@@ -50,8 +56,25 @@ void plane_conn_drop(struct conn *c);
 /* Drops c and, unless the job has ended, tells the side it is lost. */
 void plane_conn_lost(struct conn *c, const char *why);
 
+/* Gives c up without closing it: no more reading, writing or heartbeats,
+ * but the socket stays open until plane_close.  An elastic node that gives
+ * its chief up for silence does so: were it to close, the chief, if alive
+ * behind a cut, would see a node whose host closed its connection, which
+ * only a dead slotrun's does, and count it out of the majority
+ * (plane_round_after) while it takes part on the other side. */
+void plane_conn_abandon(struct conn *c);
+
+/* The connection's seal, once both nonces are known (plane_seal); the
+ * caller then sets sealed_out and sealed_in at the points plane_proto.h
+ * names: the chief opens from the frame after a good JOIN and seals from
+ * the one after its WELCOME; a node seals from the frame after its JOIN
+ * and opens from the one after a good WELCOME. */
+void plane_conn_seal(struct conn *c, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief);
+
 /* Queues one frame (or message) and writes what the socket takes now; a
- * peer that lets too much pile up is lost.  On a closed c: nothing. */
+ * peer that lets too much pile up is lost.  Sealed when sealed_out.  On a
+ * closed c: nothing. */
 void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n);
 void plane_conn_send(struct conn *c, const struct plane_msg *m);
 

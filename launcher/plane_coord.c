@@ -32,6 +32,19 @@ int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
 	return 0;
 }
 
+int plane_coord_init_round(struct plane_coord *c, const struct plane_coord_cfg *cfg)
+{
+	int r = plane_coord_init(c, cfg);
+
+	if (r < 0)
+		return r;
+	for (int k = 0; k < cfg->nnodes; k++)
+		c->st[k] = PLANE_N_JOINED;
+	c->joined = cfg->nnodes;
+	c->phase = PLANE_RUNNING;
+	return 0;
+}
+
 void plane_coord_free(struct plane_coord *c)
 {
 	free(c->st);
@@ -347,6 +360,9 @@ void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 	case PLANE_CAUSE_LOST:
 		snprintf(buf, len, "node %d (%s) lost: %s", cause->node, cause->host, cause->text);
 		return;
+	case PLANE_CAUSE_GROW:
+		snprintf(buf, len, "a new node (%s) joined", cause->host);
+		return;
 	default:
 		snprintf(buf, len, "%s", "");
 	}
@@ -371,7 +387,8 @@ static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
 {
 	if (c->phase != PLANE_RUNNING || !all_done(c))
 		return a;
-	if (c->cfg->restart && !any_lost(c) && restart_allowed(c->cfg->restart, &c->cause, c->restarts)) {
+	if (c->cfg->restart && !any_lost(c) && !c->told_stop &&
+	    restart_allowed(c->cfg->restart, &c->cause, c->restarts)) {
 		c->delay = restart_delay(c->cfg->restart, c->restarts);
 		c->restarts++;
 		c->ended = c->cause;
@@ -491,6 +508,7 @@ struct plane_acts plane_coord_signal_why(struct plane_coord *c, int node, int si
 		snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
 		snprintf(c->cause.text, sizeof(c->cause.text), "%s", why ? why : "");
 	}
+	c->told_stop = true; /* after a failure too: whatever failed, no restart */
 	a.stop = true;
 	a.stop_sig = sig;
 	return a;
@@ -534,6 +552,18 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 		return end_now(c, a);
 	}
 	return maybe_end(c, a);
+}
+
+struct plane_acts plane_coord_grow(struct plane_coord *c, const char *host)
+{
+	struct plane_acts a = { .origin = -1 };
+
+	if (c->phase != PLANE_RUNNING || c->cause.kind != PLANE_CAUSE_NONE)
+		return a; /* the round ends anyway: the node is in the next one */
+	c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_GROW, .node = -1 };
+	snprintf(c->cause.host, sizeof(c->cause.host), "%s", host);
+	a.stop = true;
+	return a;
 }
 
 struct plane_acts plane_coord_pause(struct plane_coord *c, int node, int sig)

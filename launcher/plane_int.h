@@ -32,6 +32,11 @@ struct plane_side {
  * is the odd one (PLANE_MISMATCH) before it closes. */
 enum member_state { M_CONNECTING, M_HELLO, M_WAITING, M_REFUSED, M_RUNNING, M_ENDED };
 
+struct plane_elastic;   /* the chief's side of an elastic job (plane_elastic.c) */
+struct pq_gather;       /* the chief's gather of a status (plane_query.c) */
+struct pq_asked;        /* a node's status query waiting for the chief's answer (plane_query.c) */
+struct plane_seek;      /* a node looking for an elastic job's chief (plane_seek.c) */
+
 struct plane {
 	struct event_base *base;
 	const struct plane_cfg *cfg;
@@ -40,6 +45,10 @@ struct plane {
 	const struct plane_side *side;
 	bool chief;
 	bool ended;
+	unsigned char id[PLANE_ID_LEN];   /* this slotrun's (plane_join) */
+	int nnodes, rank;         /* the current round's node count and our rank in it
+				   * (a fixed-size job's: cfg's) */
+	struct plane_round_info round;  /* the last round this node started (round 0: none) */
 	struct event *ev_tick;
 	double interval;
 	char **hosts;             /* per node, for messages: cfg->addrs, where one
@@ -54,19 +63,38 @@ struct plane {
 	struct plane_coord coord;
 	struct conn **by_node;
 	struct plane_node_addrs *where;  /* per node, resolved once needed (plane_where) */
+	struct plane_elastic *el; /* an elastic job's chief, else NULL */
 	double where_at;          /* clock_mono() of the last lookup of those not resolved */
 	int npending;
 	int strangers_said;
 	/* other nodes */
 	enum member_state mstate;
 	struct conn *chief_conn;
-	struct event *ev_retry;
+	struct event *ev_retry, *ev_deadline;  /* the next try; the join's deadline */
 	double join_deadline, retry_delay;  /* clock_mono() */
 	char connect_err[160];
 	bool local_done;
 	bool ever_started;        /* a first START came: a job, not a join */
 	struct plane_cause chief_lost;  /* kind LOST once the chief is gone */
+	struct plane_seek *seek;  /* elastic: where to look for the chief, or NULL */
+	struct conn *abandoned;   /* elastic: a chief given up for silence, kept open (never
+				   * read) so that it does not see us as gone: docs/job-plane.md */
+	/* status queries (plane_query.c) */
+	uint32_t next_id;
+	struct pq_gather *gathers;
+	struct pq_asked *asked;
 };
+
+/* The chief's side (plane_chief.c), for plane_elastic.c: carries out what
+ * the coordinator decided (extra: a connection that joined now and is told
+ * an abort as well), and sends m to every node of the round but `except`
+ * (-1: none). */
+void plane_chief_apply(struct plane *p, const struct plane_acts *a, struct conn *extra);
+void plane_chief_broadcast(struct plane *p, const struct plane_msg *m, int except);
+
+/* The current round's node count and each node's address (copied):
+ * p->nnodes and p->hosts.  0 or -ENOMEM (nothing changed then). */
+int plane_set_hosts(struct plane *p, int n, char *const *hosts);
 
 static inline void plane_say(const struct plane *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -89,7 +117,7 @@ static inline void plane_say(const struct plane *p, const char *fmt, ...)
 
 static inline const char *plane_host(const struct plane *p, int node)
 {
-	return p->hosts[node];
+	return node >= 0 && node < p->nnodes ? p->hosts[node] : CI_ADDR_UNKNOWN;
 }
 
 /* A node whose address no source named is called by the one it joined
@@ -98,7 +126,8 @@ static inline void plane_learn_host(struct plane *p, int node, const char *addr)
 {
 	char *copy;
 
-	if (ci_addr_known(p->hosts[node]) || !ci_addr_known(addr) || !(copy = strdup(addr)))
+	if (node < 0 || node >= p->nnodes || ci_addr_known(p->hosts[node]) || !ci_addr_known(addr) ||
+	    !(copy = strdup(addr)))
 		return;
 	free(p->hosts[node]);
 	p->hosts[node] = copy;
@@ -119,7 +148,7 @@ static inline void plane_resume_here(struct plane *p, int node)
 {
 	int n = p->h->pause ? p->h->pause(p->arg, false) : 0;
 
-	if (node == p->cfg->node_rank)
+	if (node == p->rank)
 		plane_say(p, "continued: the job resumes: %d rank%s continued here", n, n == 1 ? "" : "s");
 	else
 		plane_say(p, "job resumed: node %d (%s) was continued: %d rank%s continued here", node,

@@ -5,12 +5,16 @@
 #include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "clock.h"
+#include "plane_chief.h"
 #include "plane_conn.h"
+#include "plane_query.h"
+#include "plane_round.h"
 #include "quote.h"
 #include "sock.h"
 
@@ -20,13 +24,131 @@
 
 static void try_connect(struct plane *p);
 static void refused(struct plane *p);
+static void next_target(struct plane *p);
+
+/* Where an elastic node looks for its chief: a new node cycles through the
+ * addresses it was given until the join timeout; a node whose chief was
+ * lost tries the round's next chiefs in rank order, once, each for the
+ * heartbeat timeout (its own turn: it takes over). */
+struct plane_seek {
+	int n, at;
+	char (*host)[PLANE_HOST_MAX];
+	int *rank;                /* failover: each one's rank in the lost round */
+	bool failover;
+	bool probe;               /* a node that may be the chief looks for a running job
+				   * first (one pass over the others' addresses) */
+	bool chief_dead;          /* failover: the lost chief's host closed its connection */
+	double per;               /* seconds each target gets */
+	struct event *ev_turn;    /* the end of the current target's turn */
+	char lost[PLANE_TEXT_MAX];  /* failover: why the chief was lost */
+};
+
+static void seek_free(struct plane *p)
+{
+	struct plane_seek *s = p->seek;
+
+	if (!s)
+		return;
+	if (s->ev_turn)
+		event_free(s->ev_turn);
+	free(s->host);
+	free(s->rank);
+	free(s);
+	p->seek = NULL;
+}
+
+/* The address this node connects to now. */
+static const char *target(const struct plane *p)
+{
+	return p->seek ? p->seek->host[p->seek->at] : plane_host(p, 0);
+}
+
+static void on_turn(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+	struct conn *c = p->chief_conn;
+
+	if (p->ended || !p->seek || (c && c->authed))
+		return;
+	if (c && c->connecting)
+		snprintf(p->connect_err, sizeof(p->connect_err), "the connection got no answer");
+	else if (c)
+		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
+	if (c)
+		plane_conn_drop(c);
+	evtimer_del(p->ev_retry);
+	next_target(p);
+}
+
+static struct plane_seek *seek_new(struct plane *p, int n, double per)
+{
+	struct plane_seek *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->host = calloc((size_t)n, sizeof(*s->host));
+		s->rank = calloc((size_t)n, sizeof(*s->rank));
+		s->ev_turn = evtimer_new(p->base, on_turn, p);
+		s->per = per;
+	}
+	if (!s || !s->host || !s->rank || !s->ev_turn) {
+		p->seek = s;
+		seek_free(p);
+		return NULL;
+	}
+	seek_free(p);
+	p->seek = s;
+	return s;
+}
+
+/* A new elastic node's targets: every address it was given, the chief's
+ * first; a node that may be the chief probes the others (probe) once, for
+ * a job that runs already (its chief lost and replaced) before it listens
+ * itself.  None when there is only the chief's. */
+static int seek_list(struct plane *p, bool probe)
+{
+	const struct plane_cfg *g = p->cfg;
+	struct plane_seek *s;
+	int n = 0;
+
+	for (int k = probe; k < g->nnodes; k++)
+		n += ci_addr_known(g->addrs[k]);
+	if (n < (probe ? 1 : 2))
+		return 0;
+	if (!(s = seek_new(p, n, probe ? 1.0 : 2.0)))
+		return -ENOMEM;
+	s->probe = probe;
+	for (int k = probe; k < g->nnodes; k++)
+		if (ci_addr_known(g->addrs[k]))
+			snprintf(s->host[s->n++], sizeof(s->host[0]), "%s", g->addrs[k]);
+	return 0;
+}
+
+static void begin_turn(struct plane *p)
+{
+	struct timeval tv = clock_tv(p->seek->per);
+
+	p->retry_delay = 0.05;
+	evtimer_add(p->seek->ev_turn, &tv);
+}
 
 /* The one deadline of the join (connect, handshake, retries): the node
  * gives up with the last reason (status 2). */
 static void give_up(struct plane *p)
 {
-	plane_say(p, "could not join the chief at %s:%d within %g s: %s", plane_host(p, 0),
-		  p->cfg->control_port, p->cfg->join_timeout, p->connect_err[0] ? p->connect_err : "no answer");
+	char where[512] = "";
+	size_t o = 0;
+
+	if (p->seek && !p->seek->failover) {
+		for (int i = 0; i < p->seek->n && o + 1 < sizeof(where); i++) {
+			snprintf(where + o, sizeof(where) - o, "%s%s:%d", i ? ", " : "any of ", p->seek->host[i],
+				 p->cfg->control_port);
+			o += strlen(where + o);
+		}
+	} else {
+		snprintf(where, sizeof(where), "%s:%d", plane_host(p, 0), p->cfg->control_port);
+	}
+	plane_say(p, "could not join the chief at %s within %g s: %s", where, p->cfg->join_timeout,
+		  p->connect_err[0] ? p->connect_err : "no answer");
 	plane_end_job(p, 2, NULL);
 }
 
@@ -47,10 +169,17 @@ static void schedule_retry(struct plane *p)
 	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
 }
 
-/* Why this try failed, then the next one. */
+/* Why this try failed, then the next one: at the same address, or, for a
+ * new elastic node whose connection was refused (nobody listens there:
+ * not the chief), at the next. */
 static void retry_after(struct plane *p, const char *why)
 {
 	snprintf(p->connect_err, sizeof(p->connect_err), "%s", why);
+	if (p->seek && !p->seek->failover && (!strcmp(why, strerror(ECONNREFUSED)) || p->seek->probe)) {
+		evtimer_del(p->seek->ev_turn);
+		next_target(p);
+		return;
+	}
 	schedule_retry(p);
 }
 
@@ -62,9 +191,9 @@ static int open_socket(struct plane *p, int *fd)
 	int r;
 
 	snprintf(port, sizeof(port), "%d", p->cfg->control_port);
-	r = getaddrinfo(plane_host(p, 0), port, &hints, &res);
+	r = getaddrinfo(target(p), port, &hints, &res);
 	if (r != 0) {
-		snprintf(p->connect_err, sizeof(p->connect_err), "cannot resolve %s: %s", plane_host(p, 0),
+		snprintf(p->connect_err, sizeof(p->connect_err), "cannot resolve %s: %s", target(p),
 			 gai_strerror(r));
 		return -1;
 	}
@@ -96,7 +225,7 @@ static void try_connect(struct plane *p)
 		retry_after(p, strerror(r));
 		return;
 	}
-	c = plane_conn_new(p, fd, plane_host(p, 0));
+	c = plane_conn_new(p, fd, target(p));
 	if (!c) {
 		close(fd);
 		retry_after(p, "out of memory");
@@ -120,7 +249,7 @@ static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
 	struct plane *p = arg;
 	struct conn *c = p->chief_conn;
 
-	if (p->ended || (c && c->authed))
+	if (p->ended || p->chief || p->ever_started || (c && c->authed))
 		return;
 	if (p->mstate == M_REFUSED) {
 		refused(p);
@@ -137,16 +266,161 @@ static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
 	give_up(p);
 }
 
+/* ---- After the chief's loss (elastic) ---- */
+
+/* No node of the lost round took over: this node ends, as a node that
+ * lost its chief in a fixed-size job does (status 1, once its workers are
+ * reaped). */
+static void no_successor(struct plane *p)
+{
+	char names[512] = "";
+	size_t o = 0;
+
+	for (int i = 0; i < p->seek->n && o + 1 < sizeof(names); i++) {
+		snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "", p->seek->host[i]);
+		o += strlen(names + o);
+	}
+	plane_say(p, "no node that could take over as the chief answered (%s, %g s each; the last: %s): this "
+		  "node stops", names, p->seek->per, p->connect_err[0] ? p->connect_err : "no answer");
+	seek_free(p);
+	if (p->local_done)
+		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+}
+
+/* Our turn among the lost round's next chiefs: we take over.  When we
+ * cannot listen, the next one's turn comes. */
+static void take_over(struct plane *p)
+{
+	struct plane_seek *s = p->seek;
+	char err[256];
+
+	evtimer_del(p->ev_retry);
+	evtimer_del(s->ev_turn);
+	p->chief = true;
+	p->side = &plane_chief_side;
+	if (plane_chief_take_over(p, s->chief_dead, s->lost, err, sizeof(err)) == 0) {
+		seek_free(p);
+		return;
+	}
+	plane_chief_close(p);
+	p->chief = false;
+	p->side = &plane_member_side;
+	plane_say(p, "this node cannot take over as the chief: %s", err);
+	next_target(p);
+}
+
+/* A node that may be the chief found no running job at the others'
+ * addresses: it listens as the chief, or, when another slotrun on its
+ * host holds the port (PLANE_MAYBE_CHIEF), joins that one. */
+static void probe_over(struct plane *p)
+{
+	char err[256];
+	int r;
+
+	seek_free(p);
+	evtimer_del(p->ev_retry);
+	p->chief = true;
+	p->side = &plane_chief_side;
+	r = plane_chief_open(p, err, sizeof(err));
+	if (r == 0) {
+		evtimer_del(p->ev_deadline);
+		return;
+	}
+	plane_chief_close(p);
+	p->chief = false;
+	p->side = &plane_member_side;
+	if (r != -EADDRINUSE || p->cfg->role != PLANE_MAYBE_CHIEF) {
+		plane_say(p, "%s", err);
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	if (seek_list(p, false) < 0) {
+		plane_say(p, "out of memory");
+		plane_end_job(p, 2, NULL);
+		return;
+	}
+	if (p->seek)
+		begin_turn(p);
+	try_connect(p);
+}
+
+/* The current target's turn is over: the next one's, from the start of
+ * the list again for a new node (until the join deadline), or, after the
+ * chief's loss, the next chief's (ours: we take over). */
+static void next_target(struct plane *p)
+{
+	struct plane_seek *s = p->seek;
+
+	if (!s) {
+		schedule_retry(p);
+		return;
+	}
+	if (++s->at == s->n) {
+		if (s->failover) {
+			no_successor(p);
+			return;
+		}
+		if (s->probe) {
+			probe_over(p);
+			return;
+		}
+		s->at = 0;
+	}
+	if (s->failover && s->rank[s->at] == p->rank) {
+		take_over(p);
+		return;
+	}
+	begin_turn(p);
+	p->mstate = M_CONNECTING;
+	if (s->at == 0) /* a whole pass over the list: the usual backoff */
+		schedule_retry(p);
+	else
+		try_connect(p);
+}
+
+/* The chief of the round this node was in is lost: its next chiefs, in
+ * rank order from the round's candidates, each get the heartbeat timeout
+ * to answer (they learn of the loss about when we do); the first that
+ * answers is the new chief.  Ours: we take over. */
+static void seek_successor(struct plane *p, bool chief_dead, const char *why)
+{
+	const struct plane_round_info *ri = &p->round;
+	struct plane_seek *s = seek_new(p, ri->ncand, p->cfg->hb_timeout);
+
+	if (!s) {
+		plane_say(p, "cannot look for a new chief: out of memory");
+		if (p->local_done)
+			plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+		return;
+	}
+	s->failover = true;
+	s->chief_dead = chief_dead;
+	snprintf(s->lost, sizeof(s->lost), "%s", why);
+	for (int i = 0; i < ri->ncand; i++) {
+		s->rank[s->n] = ri->cand_rank[i];
+		snprintf(s->host[s->n++], sizeof(s->host[0]), "%s", ri->cand_host[i]);
+	}
+	if (!s->n) {
+		no_successor(p);
+		return;
+	}
+	s->at = -1;
+	next_target(p);
+}
+
 /* The chief's CHAL: answer with our JOIN, proving the secret. */
 static void send_join(struct conn *c, const struct plane_msg *m)
 {
 	struct plane *p = c->p;
 	const struct plane_cfg *g = p->cfg;
 	unsigned char out[4 + PLANE_MAX_FRAME];
-	struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes,
-				.slots = g->slot_counts[g->node_rank], .world_size = g->world_size,
-				.max_restarts = g->max_restarts,
-				.hb_timeout_ms = plane_hb_ms(g->hb_timeout) };
+	struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes, .slots = g->slots,
+				.world_size = g->world_size, .max_restarts = g->max_restarts,
+				.hb_timeout_ms = plane_hb_ms(g->hb_timeout), .nnodes_min = g->nnodes_min,
+				.settle_ms = plane_hb_ms(g->settle), .admit = g->admit };
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char mine[64] = "";
 	int n;
 
 	if (m->type != PLANE_CHAL) {
@@ -154,16 +428,24 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	snprintf(j.version, sizeof(j.version), "%s", SLOTRUN_VERSION);
-	if (!ci_addr_known(plane_host(p, g->node_rank))) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		char mine[64];
-
-		if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) == 0 &&
-		    sock_addr_host((struct sockaddr *)&ss, mine, sizeof(mine)) == 0)
+	memcpy(j.id, p->id, PLANE_ID_LEN);
+	if (getsockname(c->fd, (struct sockaddr *)&ss, &sl) < 0 ||
+	    sock_addr_host((struct sockaddr *)&ss, mine, sizeof(mine)) < 0)
+		mine[0] = '\0';
+	if (plane_elastic(g)) {
+		/* the address the chief reaches us at; a node that comes back
+		 * after a failover says which round it was in, and its rank */
+		snprintf(j.host, sizeof(j.host), "%s", mine);
+		if (p->seek && p->seek->failover) {
+			j.round = p->round.round;
+			j.node_rank = p->round.node_rank;
+			j.restarts = p->round.restarts;
+		}
+	} else {
+		if (!ci_addr_known(plane_host(p, g->node_rank)) && mine[0])
 			plane_learn_host(p, g->node_rank, mine);
+		snprintf(j.host, sizeof(j.host), "%s", plane_host(p, g->node_rank));
 	}
-	snprintf(j.host, sizeof(j.host), "%s", plane_host(p, g->node_rank));
 	auth_nonce(c->nonce);
 	memcpy(c->peer_nonce, m->nonce, AUTH_NONCE_LEN);
 	n = plane_make_join(g->secret, m->nonce, c->nonce, &j, out, sizeof(out));
@@ -172,6 +454,8 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	plane_conn_queue(c, out, (size_t)n);
+	plane_conn_seal(c, g->secret, m->nonce, c->nonce, false);
+	c->sealed_out = true;
 	p->mstate = M_WAITING; /* for WELCOME, then START */
 }
 
@@ -226,6 +510,45 @@ static void check_welcome(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	c->authed = true;
+	c->sealed_in = true;
+	if (p->seek && p->seek->failover) {
+		/* the new chief starts the next round once our workers of the
+		 * lost one are reaped */
+		evtimer_del(p->seek->ev_turn);
+		p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_NONE };
+		if (p->local_done)
+			plane_conn_send(c, &(struct plane_msg){ .type = PLANE_DONE, .code = 0 });
+	} else if (p->seek) {
+		evtimer_del(p->seek->ev_turn);
+	}
+}
+
+/* START: this node's place in the round (in an elastic job its rank, the
+ * round's nodes and chief, and its next chiefs), then its workers. */
+static void start_round(struct plane *p, const struct plane_round_info *ri)
+{
+	char line[PLANE_TEXT_MAX + 64];
+
+	p->round = *ri;
+	p->rank = ri->node_rank;
+	if (plane_elastic(p->cfg)) {
+		char **hosts = calloc((size_t)ri->nnodes, sizeof(char *));
+
+		if (hosts) {
+			hosts[0] = p->round.master;
+			for (int i = 0; i < ri->ncand; i++)
+				hosts[ri->cand_rank[i]] = p->round.cand_host[i];
+			(void)plane_set_hosts(p, ri->nnodes, hosts); /* else the old names */
+			free(hosts);
+		}
+		plane_round_line(ri, line, sizeof(line));
+		plane_say(p, "%s", line);
+	}
+	seek_free(p);
+	p->mstate = M_RUNNING;
+	p->ever_started = true;
+	p->local_done = false;
+	p->h->start(p->arg, &p->round);
 }
 
 /* What the chief says once both sides are proved. */
@@ -235,12 +558,8 @@ static void obey(struct conn *c, struct plane_msg *m)
 
 	switch (m->type) {
 	case PLANE_START:
-		if (p->mstate == M_WAITING) {
-			p->mstate = M_RUNNING;
-			p->ever_started = true;
-			p->local_done = false;
-			p->h->start(p->arg);
-		}
+		if (p->mstate == M_WAITING)
+			start_round(p, &m->round);
 		return;
 	case PLANE_RESTART:
 		if (p->mstate == M_RUNNING) {
@@ -253,7 +572,7 @@ static void obey(struct conn *c, struct plane_msg *m)
 		plane_end_job(p, m->code, NULL);
 		return;
 	case PLANE_STOP:
-		if (!m->sig && m->node != p->cfg->node_rank) {
+		if (!m->sig && m->node != p->rank) {
 			char line[PLANE_TEXT_MAX];
 
 			plane_cause_line(&m->cause, line, sizeof(line));
@@ -266,7 +585,7 @@ static void obey(struct conn *c, struct plane_msg *m)
 		return;
 	case PLANE_PAUSE:
 	case PLANE_RESUME:
-		if (m->node >= p->cfg->nnodes) {
+		if (m->node >= p->nnodes) {
 			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}
@@ -275,13 +594,21 @@ static void obey(struct conn *c, struct plane_msg *m)
 			plane_conn_pause(c, m->type == PLANE_PAUSE);
 		if (m->type == PLANE_RESUME)
 			plane_resume_here(p, m->node);
-		else if (m->node != p->cfg->node_rank)
+		else if (m->node != p->rank)
 			plane_pause_here(p, m->sig, m->node);
 		return;
 	case PLANE_END:
+		if (m->text[0])
+			plane_say(p, "the job ends: %s", m->text);
 		plane_end_job(p, m->code, &m->cause);
 		return;
 	case PLANE_PING:
+		return;
+	case PLANE_ASK:
+		plane_query_ask(p, m);
+		return;
+	case PLANE_PART:
+		plane_query_piece(c, m);
 		return;
 	default:
 		plane_conn_lost(c, "it sent a message out of turn");
@@ -304,7 +631,7 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 
 /* The chief is gone: stop our workers on our own; the job's status is ours
  * to decide once they are reaped. */
-static void chief_gone(struct plane *p, const char *why)
+static void chief_gone(struct plane *p, const char *why, bool chief_dead)
 {
 	char line[PLANE_TEXT_MAX];
 
@@ -317,8 +644,20 @@ static void chief_gone(struct plane *p, const char *why)
 		plane_end_job(p, 2, NULL);
 		return;
 	}
-	plane_say(p, "stopping this node's workers: %s", line);
+	if (p->mstate == M_RUNNING || !plane_elastic(p->cfg))
+		plane_say(p, "stopping this node's workers: %s", line);
 	p->h->stop(p->arg, 0);
+	p->mstate = M_CONNECTING;
+	if (plane_elastic(p->cfg) && p->seek && p->seek->failover) {
+		/* the chief we found is lost in turn: the next one */
+		evtimer_del(p->seek->ev_turn);
+		next_target(p);
+		return;
+	}
+	if (plane_elastic(p->cfg)) {
+		seek_successor(p, chief_dead, why);
+		return;
+	}
 	if (p->local_done)
 		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
 }
@@ -384,7 +723,7 @@ static void on_lost(struct conn *c, const char *why)
 	else if (!c->authed) /* not our chief yet: try again */
 		retry_after(c->p, why);
 	else
-		chief_gone(c->p, why);
+		chief_gone(c->p, why, c->peer_gone);
 }
 
 static void on_dropped(struct conn *c)
@@ -396,9 +735,10 @@ static void on_dropped(struct conn *c)
 static void on_connected(struct conn *c, int err)
 {
 	if (err) {
-		snprintf(c->p->connect_err, sizeof(c->p->connect_err), "%s", strerror(err));
+		struct plane *p = c->p;
+
 		plane_conn_drop(c);
-		schedule_retry(c->p);
+		retry_after(p, strerror(err));
 		return;
 	}
 	c->p->mstate = M_HELLO;
@@ -413,13 +753,19 @@ int plane_member_open(struct plane *p, char *err, size_t errlen)
 	struct timeval tv = clock_tv(p->cfg->join_timeout);
 
 	p->ev_retry = evtimer_new(p->base, on_retry, p);
-	p->ev_join = evtimer_new(p->base, on_join_deadline, p);
-	if (!p->ev_retry || !p->ev_join) {
+	p->ev_deadline = evtimer_new(p->base, on_join_deadline, p);
+	if (!p->ev_retry || !p->ev_deadline) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	p->join_deadline = clock_mono() + p->cfg->join_timeout;
-	evtimer_add(p->ev_join, &tv);
+	evtimer_add(p->ev_deadline, &tv);
+	if (plane_elastic(p->cfg) && seek_list(p, p->cfg->role != PLANE_MEMBER) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (p->seek)
+		begin_turn(p);
 	try_connect(p);
 	return 0;
 }
@@ -432,6 +778,14 @@ void plane_member_local_fail(struct plane *p, const struct plane_cause *f)
 
 void plane_member_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
+	if (stops && p->seek && p->seek->failover) {
+		/* no chief to tell: this node stops; the others find it lost */
+		p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = p->rank, .code = sig };
+		seek_free(p);
+		if (p->local_done)
+			plane_end_job(p, 128 + sig, &p->chief_lost);
+		return;
+	}
 	if (p->chief_conn && p->chief_conn->authed && p->chief_lost.kind == PLANE_CAUSE_NONE) {
 		struct plane_msg m = { .type = stops ? PLANE_STOP_REQ : PLANE_SIGNAL_REQ, .sig = sig };
 
@@ -464,11 +818,16 @@ void plane_member_local_resume(struct plane *p)
 	if (chief_there(p))
 		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_RESUME_REQ });
 	else
-		plane_resume_here(p, p->cfg->node_rank);
+		plane_resume_here(p, p->rank);
 }
 
 void plane_member_local_done(struct plane *p, int code)
 {
+	if (p->seek && p->seek->failover) { /* told the new chief once we have one */
+		if (p->chief_conn && p->chief_conn->authed)
+			plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_DONE, .code = code });
+		return;
+	}
 	if (p->chief_lost.kind != PLANE_CAUSE_NONE)
 		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
 	else if (p->chief_conn)
@@ -477,8 +836,10 @@ void plane_member_local_done(struct plane *p, int code)
 
 void plane_member_close(struct plane *p)
 {
+	seek_free(p);
 	if (p->ev_retry)
 		event_free(p->ev_retry);
-	if (p->ev_join)
-		event_free(p->ev_join);
+	if (p->ev_deadline)
+		event_free(p->ev_deadline);
+	p->ev_retry = p->ev_deadline = NULL;
 }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster_info.h"
+
 /* ---- Encoding ---- */
 
 struct wbuf {
@@ -71,8 +73,35 @@ static void put_join(struct wbuf *w, const struct plane_join *j)
 	put_i32(w, j->hb_timeout_ms);
 	put_str(w, j->version, sizeof(j->version));
 	put_str(w, j->host, sizeof(j->host));
+	put_i32(w, j->nnodes_min);
+	put_i32(w, j->settle_ms);
+	put_u8(w, (unsigned)j->admit);
+	put_bytes(w, j->id, PLANE_ID_LEN);
+	put_i32(w, j->round);
+	put_i32(w, j->restarts);
 	if (j->has_id)
 		put_bytes(w, j->secret_id, AUTH_MAC_LEN);
+}
+
+static void put_round(struct wbuf *w, const struct plane_round_info *r)
+{
+	put_i32(w, r->round);
+	put_i32(w, r->restarts);
+	put_i32(w, r->nnodes);
+	put_i32(w, r->node_rank);
+	put_i32(w, r->rank_base);
+	put_i32(w, r->world_size);
+	put_str(w, r->master, sizeof(r->master));
+	put_str(w, r->why, sizeof(r->why));
+	if (r->ncand < 0 || r->ncand > PLANE_CANDIDATES) {
+		w->over = true;
+		return;
+	}
+	put_u8(w, (unsigned)r->ncand);
+	for (int i = 0; i < r->ncand; i++) {
+		put_i32(w, r->cand_rank[i]);
+		put_str(w, r->cand_host[i], sizeof(r->cand_host[i]));
+	}
 }
 
 static void put_cause(struct wbuf *w, const struct plane_cause *c)
@@ -139,6 +168,19 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 	case PLANE_MISMATCH:
 		put_i32(&w, m->node);
 		break;
+	case PLANE_QUERY:
+	case PLANE_ASK:
+		put_u64(&w, m->id, 4);
+		put_u8(&w, m->flags);
+		break;
+	case PLANE_PART:
+		put_u64(&w, m->id, 4);
+		put_u8(&w, m->more);
+		put_str(&w, m->data, sizeof(m->data));
+		break;
+	case PLANE_EVENT:
+		put_str(&w, m->data, sizeof(m->data));
+		break;
 	case PLANE_STOP:
 		put_i32(&w, m->sig);
 		put_i32(&w, m->node);
@@ -154,6 +196,7 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 	case PLANE_END:
 		put_i32(&w, m->code);
 		put_cause(&w, &m->cause);
+		put_str(&w, m->text, sizeof(m->text));
 		break;
 	case PLANE_RESTART:
 		put_i32(&w, m->code);
@@ -161,6 +204,8 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		put_cause(&w, &m->cause);
 		break;
 	case PLANE_START:
+		put_round(&w, &m->round);
+		break;
 	case PLANE_PING:
 	case PLANE_RESUME_REQ:
 		break;
@@ -168,7 +213,8 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 		return -EINVAL;
 	}
 	body = w.len - 4;
-	if (w.over || body > PLANE_MAX_FRAME)
+	/* room for the tag: every frame may be sealed */
+	if (w.over || body > PLANE_MAX_FRAME - AUTH_TAG_LEN)
 		return -EMSGSIZE;
 	for (int i = 0; i < 4; i++)
 		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
@@ -252,17 +298,46 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 	j->hb_timeout_ms = get_i32(r);
 	get_str(r, j->version, sizeof(j->version));
 	get_str(r, j->host, sizeof(j->host));
+	j->nnodes_min = get_i32(r);
+	j->settle_ms = get_i32(r);
+	j->admit = (int)get_u64(r, 1);
+	if (j->admit > PLANE_ADMIT_NEXT_ROUND)
+		r->bad = true;
+	get_bytes(r, j->id, PLANE_ID_LEN);
+	j->round = get_i32(r);
+	j->restarts = get_i32(r);
 	/* the id ends the frame (a JOIN is decoded to its end) */
 	j->has_id = !r->bad && r->off < r->len;
 	if (j->has_id)
 		get_bytes(r, j->secret_id, AUTH_MAC_LEN);
 }
 
+static void get_round(struct rbuf *r, struct plane_round_info *ri)
+{
+	ri->round = get_i32(r);
+	ri->restarts = get_i32(r);
+	ri->nnodes = get_i32(r);
+	ri->node_rank = get_i32(r);
+	ri->rank_base = get_i32(r);
+	ri->world_size = get_i32(r);
+	get_str(r, ri->master, sizeof(ri->master));
+	get_str(r, ri->why, sizeof(ri->why));
+	ri->ncand = (int)get_u64(r, 1);
+	if (ri->ncand > PLANE_CANDIDATES) {
+		r->bad = true;
+		return;
+	}
+	for (int i = 0; i < ri->ncand && !r->bad; i++) {
+		ri->cand_rank[i] = get_i32(r);
+		get_str(r, ri->cand_host[i], sizeof(ri->cand_host[i]));
+	}
+}
+
 static void get_cause(struct rbuf *r, struct plane_cause *c)
 {
 	unsigned kind = (unsigned)get_u64(r, 1), blamed;
 
-	if (kind > PLANE_CAUSE_LOST)
+	if (kind > PLANE_CAUSE_GROW)
 		r->bad = true;
 	c->kind = (enum plane_cause_kind)kind;
 	c->node = get_i32(r);
@@ -343,6 +418,23 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 	case PLANE_MISMATCH:
 		m->node = get_i32(r);
 		return 0;
+	case PLANE_QUERY:
+	case PLANE_ASK:
+		m->id = (uint32_t)get_u64(r, 4);
+		m->flags = (unsigned)get_u64(r, 1);
+		return m->flags & ~PLANE_Q_STACKS ? -EPROTO : 0;
+	case PLANE_PART: {
+		unsigned more;
+
+		m->id = (uint32_t)get_u64(r, 4);
+		more = (unsigned)get_u64(r, 1);
+		get_str(r, m->data, sizeof(m->data));
+		m->more = more;
+		return more > 1 ? -EPROTO : 0;
+	}
+	case PLANE_EVENT:
+		get_str(r, m->data, sizeof(m->data));
+		return 0;
 	case PLANE_STOP:
 		m->sig = get_i32(r);
 		m->node = get_i32(r);
@@ -358,13 +450,16 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 	case PLANE_END:
 		m->code = get_i32(r);
 		get_cause(r, &m->cause);
+		get_str(r, m->text, sizeof(m->text));
 		return 0;
 	case PLANE_RESTART:
 		m->code = get_i32(r);
 		m->delay_ms = get_i32(r);
 		get_cause(r, &m->cause);
-		return m->code < 1 || m->delay_ms < 0 ? -EPROTO : 0;
+		return m->code < 0 || m->delay_ms < 0 ? -EPROTO : 0;
 	case PLANE_START:
+		get_round(r, &m->round);
+		return 0;
 	case PLANE_PING:
 	case PLANE_RESUME_REQ:
 		return 0;
@@ -387,6 +482,17 @@ static int check_ranges(unsigned type, const struct plane_msg *m)
 	if ((type == PLANE_ABORT || type == PLANE_DONE || type == PLANE_END) &&
 	    (m->code < 0 || m->code > 255))
 		return -EPROTO;
+	if (type == PLANE_START) {
+		const struct plane_round_info *ri = &m->round;
+
+		if (ri->round < 1 || ri->restarts < 0 || ri->nnodes < 1 || ri->nnodes > CI_MAX_NODES ||
+		    ri->node_rank < 0 || ri->node_rank >= ri->nnodes || ri->rank_base < 0 ||
+		    ri->world_size < 1 || ri->rank_base >= ri->world_size)
+			return -EPROTO;
+		for (int i = 0; i < ri->ncand; i++)
+			if (ri->cand_rank[i] < 1 || ri->cand_rank[i] >= ri->nnodes)
+				return -EPROTO;
+	}
 	return 0;
 }
 
@@ -461,6 +567,43 @@ bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH
 			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN])
 {
 	return auth_check(mac, secret, "slotrun-welcome", node_nonce, chief_nonce, NULL, 0);
+}
+
+/* ---- Frames after the handshake ---- */
+
+void plane_seal_init(struct plane_seal *s, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief)
+{
+	*s = (struct plane_seal){ .out = chief ? 'C' : 'N', .in = chief ? 'N' : 'C' };
+	auth_mac(s->key, secret, "slotrun-session", nc, nn, NULL, 0);
+}
+
+static void put_len(unsigned char *buf, size_t body)
+{
+	for (int i = 0; i < 4; i++)
+		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
+}
+
+int plane_seal(struct plane_seal *s, unsigned char *buf, size_t len, size_t cap)
+{
+	size_t body = len - 4 + AUTH_TAG_LEN;
+
+	if (len < 5 || len + AUTH_TAG_LEN > cap || body > PLANE_MAX_FRAME)
+		return -EMSGSIZE;
+	put_len(buf, body);
+	auth_tag(buf + len, s->key, s->out, s->sent++, buf, len);
+	return (int)(len + AUTH_TAG_LEN);
+}
+
+long plane_open_frame(struct plane_seal *s, unsigned char *buf, size_t len)
+{
+	size_t plain = len - AUTH_TAG_LEN;
+
+	if (len < 5 + AUTH_TAG_LEN || !auth_tag_check(buf + plain, s->key, s->in, s->opened, buf, plain))
+		return -EBADMSG;
+	s->opened++;
+	put_len(buf, plain - 4);
+	return (long)plain;
 }
 
 void plane_secret_id(const char *secret, unsigned char id[AUTH_MAC_LEN])

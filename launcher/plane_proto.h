@@ -20,9 +20,11 @@
  *                   when the join ends for it (plane_coord_secret)
  * Both nonces are fresh per connection, so a recorded JOIN or WELCOME does
  * not verify on another connection.  The fields end with the secret's id
- * (plane_secret_id), which tells another secret from a replay.  Messages
- * after the handshake are not authenticated one by one: the plane trusts
- * the TCP connection it proved.
+ * (plane_secret_id), which tells another secret from a replay.  Every frame
+ * after the handshake is sealed (plane_seal): it ends in a tag under a key
+ * of that connection, over its direction and sequence number, so a
+ * replayed, reordered or injected frame is refused and the connection
+ * dropped.
  *
  * Then the chief checks that the nodes agree (PLANE_ABORT on a mismatch,
  * PLANE_START when all are in), relays failures, stops and signals to every
@@ -41,7 +43,7 @@ struct restart_policy;
 
 #define PLANE_MAGIC "slotrun-plane/1"   /* with its NUL: 16 bytes on the wire */
 #define PLANE_MAGIC_LEN 16
-#define PLANE_MAX_FRAME 32768           /* type + payload */
+#define PLANE_MAX_FRAME 32768           /* type + payload (+ the tag once sealed) */
 #define PLANE_VERSION_MAX 64
 
 enum plane_type {
@@ -49,7 +51,7 @@ enum plane_type {
 	PLANE_JOIN,       /* node -> chief: nonce, mac, join */
 	PLANE_WELCOME,    /* chief -> node: mac */
 	PLANE_REFUSE,     /* chief -> node: text (unauthenticated: the MAC failed) */
-	PLANE_START,      /* chief -> node: every node is in and agrees */
+	PLANE_START,      /* chief -> node: round: every node is in and agrees */
 	PLANE_ABORT,      /* chief -> node: code, text: the job will not start */
 	PLANE_FAIL,       /* node -> chief: cause: this node's root cause */
 	PLANE_STOP_REQ,   /* node -> chief: sig: this node's slotrun was told to stop */
@@ -60,7 +62,8 @@ enum plane_type {
 	PLANE_END,        /* chief -> node: code, cause: the job is over, exit */
 	PLANE_PING,       /* both ways: heartbeat */
 	PLANE_RESTART,    /* chief -> node: attempt, delay (ms), cause: every node's workers
-			   * are gone; attempt `code` starts with the next START */
+			   * are gone; attempt `code` (restarts used, which a re-form
+			   * for a new node does not count) starts with the next START */
 	PLANE_PAUSE_REQ,  /* node -> chief: sig: this node's slotrun stopped its workers on a
 			   * terminal stop and stops itself now */
 	PLANE_RESUME_REQ, /* node -> chief: this node's slotrun was continued */
@@ -70,13 +73,48 @@ enum plane_type {
 	PLANE_MISMATCH,   /* chief -> node, unauthenticated: node: the job secrets differ and
 			   * the join ends; node is the one whose secret is the odd one (0:
 			   * the chief's) */
-	PLANE_TYPE_LAST = PLANE_MISMATCH
+	PLANE_QUERY,      /* node -> chief: id, flags: the whole job's status, please (slotrun
+			   * status on this node) */
+	PLANE_ASK,        /* chief -> node: id, flags: this node's part of a status */
+	PLANE_PART,       /* either way: id, more, data: a piece of a document (a node's
+			   * part for ASK, the job's whole status for QUERY) */
+	PLANE_EVENT,      /* node -> chief: data: one event for the chief's --timeline */
+	PLANE_TYPE_LAST = PLANE_EVENT
+};
+
+/* A document a PART carries is cut into pieces of at most this many bytes
+ * (JSON text: no NUL). */
+#define PLANE_PIECE_MAX 16000
+/* QUERY's and ASK's flags. */
+#define PLANE_Q_STACKS 1u
+
+/* A slotrun's id: random, fresh for every slotrun, so that the chief of an
+ * elastic job tells a node that comes back (after a failover) from a new
+ * one, and the same node from a second slotrun on the same host. */
+#define PLANE_ID_LEN 16
+
+/* The nodes a node of an elastic round knows as its possible next chiefs
+ * (ranks 1..this, in order): enough to find the job after the chief's
+ * loss, and O(1) per node however large the round. */
+#define PLANE_CANDIDATES 8
+
+enum plane_admit {
+	PLANE_ADMIT_NOW,        /* a node that arrives while a round runs re-forms the job at once */
+	PLANE_ADMIT_NEXT_ROUND, /* ... waits until the round ends for another reason */
 };
 
 struct plane_join {
-	int node_rank, nnodes, slots, world_size;
+	int node_rank, nnodes, slots, world_size;  /* elastic: node_rank is a preference, or -1 */
 	int max_restarts;
 	int hb_timeout_ms;         /* --heartbeat-timeout: one per job */
+	/* elastic (nnodes_min < nnodes): the rest of what the nodes agree on,
+	 * and who this is */
+	int nnodes_min;
+	int settle_ms;
+	int admit;                 /* enum plane_admit */
+	unsigned char id[PLANE_ID_LEN];
+	int round;                 /* the last round it was in (a failover's rejoin), else 0 */
+	int restarts;              /* ... and the restarts the job had used then */
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
 	/* Which secret the node holds (plane_secret_id), so that the chief
@@ -84,6 +122,21 @@ struct plane_join {
 	 * fails as well.  A JOIN may end before it (has_id false). */
 	bool has_id;
 	unsigned char secret_id[AUTH_MAC_LEN];
+};
+
+/* What START tells a node of the round it starts (every job: a fixed-size
+ * job's is its plan, attempt after attempt). */
+struct plane_round_info {
+	int round;                 /* 1 for the first */
+	int restarts;              /* restarts used so far: TORCHELASTIC_RESTART_COUNT */
+	int nnodes, node_rank;     /* this round's node count, the node's rank in it */
+	int rank_base, world_size; /* its first global rank; the round's rank count */
+	char master[PLANE_HOST_MAX];  /* the chief's address for the workers (MASTER_ADDR);
+				       * "" in a fixed-size job: each node's own */
+	char why[PLANE_TEXT_MAX];  /* why this round formed ("" for the first) */
+	int ncand;                 /* the next chiefs, should this one be lost */
+	int cand_rank[PLANE_CANDIDATES];
+	char cand_host[PLANE_CANDIDATES][PLANE_HOST_MAX];
 };
 
 struct plane_msg {
@@ -97,8 +150,14 @@ struct plane_msg {
 	int sig, node;                        /* STOP_REQ, SIGNAL_REQ, PAUSE_REQ (sig); STOP,
 					       * SIGNAL, PAUSE; RESUME, MISMATCH (node) */
 	struct plane_cause cause;             /* FAIL, STOP, END, RESTART */
+	struct plane_round_info round;        /* START */
+	uint32_t id;                          /* QUERY, ASK, PART */
+	unsigned flags;                       /* QUERY, ASK: PLANE_Q_* */
+	bool more;                            /* PART: more pieces follow */
+	char data[PLANE_PIECE_MAX + 1];       /* PART, EVENT */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT; STOP_REQ, SIGNAL_REQ: why, if
-					       * not the signal alone (or "") */
+					       * not the signal alone (or ""); END: why no round
+					       * follows, in an elastic job (or "") */
 };
 
 /* Encodes m as one whole frame into buf.  Returns its length, or
@@ -134,6 +193,40 @@ void plane_welcome_mac(const char *secret, const unsigned char node_nonce[AUTH_N
 		       const unsigned char chief_nonce[AUTH_NONCE_LEN], unsigned char mac[AUTH_MAC_LEN]);
 bool plane_check_welcome(const char *secret, const unsigned char node_nonce[AUTH_NONCE_LEN],
 			 const unsigned char chief_nonce[AUTH_NONCE_LEN], const unsigned char mac[AUTH_MAC_LEN]);
+
+/* ---- Frames after the handshake ----
+ *
+ * Each side seals what it sends once the other side has proved the secret
+ * (the chief after WELCOME, a node after JOIN) and opens what it receives
+ * from then on: a node's frames after its JOIN, the chief's after WELCOME.
+ * A sealed frame is a plain one with AUTH_TAG_LEN more bytes at its end
+ * (counted in L): auth_tag under the connection's key over the direction,
+ * the frame's number in that direction (from 0) and the frame with its new
+ * length.  The key is HMAC(secret; "slotrun-session", Nc, Nn), computed on
+ * both sides and never sent. */
+
+struct plane_seal {
+	unsigned char key[AUTH_KEY_LEN];
+	uint64_t sent, opened;      /* frames sealed, frames opened */
+	unsigned char out, in;      /* our direction, the peer's */
+};
+
+/* The seal of a connection whose handshake had the chief's nonce Nc and
+ * the node's nonce Nn; chief: whether we are the chief's side. */
+void plane_seal_init(struct plane_seal *s, const char *secret, const unsigned char nc[AUTH_NONCE_LEN],
+		     const unsigned char nn[AUTH_NONCE_LEN], bool chief);
+
+/* Seals the whole frame in buf[0..len) in place (cap: buf's size): its
+ * length grows by AUTH_TAG_LEN.  Returns the new length, or -EMSGSIZE when
+ * it does not fit (cap, or PLANE_MAX_FRAME). */
+int plane_seal(struct plane_seal *s, unsigned char *buf, size_t len, size_t cap);
+
+/* Opens the whole sealed frame in buf[0..len) (as plane_frame_len measured
+ * it) in place: checks its tag against the next number from the peer and
+ * strips it.  Returns the plain frame's length, or -EBADMSG for a frame
+ * that is forged, replayed, reordered, cut or from the other direction
+ * (the connection must be dropped: the numbers no longer match). */
+long plane_open_frame(struct plane_seal *s, unsigned char *buf, size_t len);
 
 /* A fixed value per secret, HMAC(secret; "slotrun-secret-id"): two JOINs
  * with the same id were made with the same secret.  It tells nothing that
@@ -205,6 +298,8 @@ struct plane_coord {
 	struct plane_cause ended;   /* RESTARTING: the root cause of the attempt that ended */
 	double delay;               /* RESTARTING: seconds before the next attempt */
 	int *paused;                /* per node: the signal that stopped its slotrun, or 0 */
+	bool told_stop;             /* a node's slotrun was told to stop (also after the root
+				     * cause): the job does not restart */
 	/* The join's evidence of secrets that differ (plane_coord_secret). */
 	bool *other_secret;         /* per node: it presented another secret than ours */
 	unsigned char (*ids)[AUTH_MAC_LEN];  /* ... with this secret id */
@@ -256,6 +351,11 @@ static inline int plane_hb_ms(double seconds)
 
 /* Returns 0 or -ENOMEM.  cfg must outlive c. */
 int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg);
+
+/* The same for a round of an elastic job: every node of cfg is in, and the
+ * round runs.  cfg->restart is NULL: the end of the round is the elastic
+ * chief's to decide (plane_round_after), so a.end ends every round. */
+int plane_coord_init_round(struct plane_coord *c, const struct plane_coord_cfg *cfg);
 void plane_coord_free(struct plane_coord *c);
 
 /* A node proved the secret and presents j.  A disagreement or a duplicate
@@ -316,6 +416,11 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
 
 /* The backoff delay of a restart has passed: start the next attempt. */
 struct plane_acts plane_coord_restart_now(struct plane_coord *c);
+
+/* Elastic: a node (at host) arrived while the round runs, and is taken in
+ * at once: the round ends (cause GROW) and every node stops its workers,
+ * the chief's too (origin -1).  Nothing when the round already ends. */
+struct plane_acts plane_coord_grow(struct plane_coord *c, const char *host);
 
 /* Node `node`'s slotrun stopped its workers on a terminal stop (sig:
  * SIGTSTP) and stops itself: the job pauses on every node, until no node

@@ -102,7 +102,7 @@ void report_print(struct runner *r, int code)
 	size_t len = 0;
 	FILE *mem;
 
-	if (code == 0 && !r->attempt && !lost_any(r) &&
+	if (code == 0 && !r->attempt && r->nrounds < 2 && !lost_any(r) &&
 	    (cause ? cause->kind == PLANE_CAUSE_NONE : r->sup.root_cause < 0 && !r->sup.stop_signal)) {
 		clear_error_file(r);
 		return;
@@ -123,16 +123,18 @@ void report_print(struct runner *r, int code)
 			.code = r->code[i], .fate = r->fate[i], .when = r->w[i].when,
 			.after_start = r->w[i].after, .tail = &r->w[i].tail,
 			.note = r->w[i].note[0] ? r->w[i].note : NULL, .diag = r->w[i].diag,
+			.diag_hung = r->w[i].diag_hung,
 			.oom = r->w[i].oom,
 		};
 	job = (struct sum_job){ .node_rank = c->plan->node_rank, .nworkers = n, .w = sw,
 				.root = n ? r->sup.root_cause : -1,
 				.stop_signal = n ? r->sup.stop_signal : r->stopped_between,
 				.exit_code = code, .job = cause, .history = r->history, .attempt = r->attempt,
-				.attempts = runner_attempts(r), .between = !r->started };
+				.attempts = runner_attempts(r), .between = !r->started,
+				.rounds = r->rounds, .nrounds = r->nrounds };
 	if (!cause && n)
 		job.culprit = root_report(r, sw, job.root, &rep);
-	if (code != 0 || r->attempt || (cause ? cause->kind != PLANE_CAUSE_NONE :
+	if (code != 0 || r->attempt || r->nrounds > 1 || (cause ? cause->kind != PLANE_CAUSE_NONE :
 					r->sup.root_cause >= 0 || r->sup.stop_signal))
 		summary_print(mem, &job);
 	print_losses(mem, r);

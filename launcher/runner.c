@@ -20,10 +20,12 @@
 #include "clock.h"
 #include "diag.h"
 #include "hang.h"
+#include "live.h"
 #include "procs.h"
 #include "report.h"
 #include "runner_state.h"
 #include "session.h"
+#include "stacks.h"
 #include "status.h"
 #include "workers.h"
 
@@ -64,8 +66,11 @@ static void tell_plane_root(struct runner *r)
 static void feed(struct runner *r, struct sup_event ev)
 {
 	int root = r->sup.root_cause;
+	enum sup_state was = r->sup.state;
 	struct sup_actions a = sup_step(&r->sup, &ev);
 
+	if (was == SUP_RUNNING && r->sup.state != SUP_RUNNING)
+		live_stopping(r, &ev);
 	/* the other nodes hear of our root cause before we act on it */
 	if (r->plane && r->sup.root_cause >= 0 && r->sup.root_cause != root)
 		tell_plane_root(r);
@@ -91,16 +96,17 @@ static void on_diag_done(void *arg)
 	struct runner *r = arg;
 
 	for (int i = 0; i < r->n; i++)
-		if (!r->w[i].diag)
-			r->w[i].diag = diag_take(r->diag, i);
+		if (!r->w[i].diag && (r->w[i].diag = diag_take(r->diag, i)))
+			r->w[i].diag_hung = r->diag_hung;
 	stop_collecting(r);
 }
 
-/* Before the SIGKILL: what the workers still running are doing, collected
- * beside the loop (heartbeats and the other workers go on meanwhile); a
- * holds until then.  False when there is nothing to collect or it cannot
- * start: then the SIGKILL goes out at once, without. */
-static bool collect_first(struct runner *r, struct sup_actions a)
+/* Before the SIGKILL, or the hang's SIGTERM: what the workers still
+ * running are doing (only the hung one: only >= 0), collected beside the
+ * loop (heartbeats and the other workers go on meanwhile); a holds until
+ * then.  False when there is nothing to collect or it cannot start: then
+ * a is carried out at once, without. */
+static bool collect_first(struct runner *r, struct sup_actions a, int only)
 {
 	pid_t *roots;
 	bool any = false;
@@ -109,7 +115,7 @@ static bool collect_first(struct runner *r, struct sup_actions a)
 	if (r->diag || !(roots = calloc((size_t)r->n, sizeof(*roots))))
 		return false;
 	for (int i = 0; i < r->n; i++)
-		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0 && !r->w[i].diag) {
+		if (r->fate[i] == SUP_W_RUNNING && r->w[i].pid > 0 && !r->w[i].diag && (only < 0 || i == only)) {
 			roots[i] = r->w[i].pid;
 			any = true;
 		}
@@ -117,6 +123,7 @@ static bool collect_first(struct runner *r, struct sup_actions a)
 	free(roots);
 	if (e < 0)
 		return false;
+	r->diag_hung = only >= 0;
 	r->held = a;
 	return true;
 }
@@ -136,7 +143,13 @@ static void apply(struct runner *r, struct sup_actions a)
 		(void)resume_workers(r);
 	if (a.signal_workers && r->sup.state != SUP_RUNNING)
 		console_flush(&r->cons); /* the stop begins: read on, shed */
-	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a))
+	if (a.signal_workers == SIGKILL && r->sup.sigints < 2 && collect_first(r, a, -1))
+		return;
+	/* a hung worker is looked at before its SIGTERM: what it was stuck
+	 * in, rather than how it unwinds (the stop's start: TERM, and the
+	 * grace armed) */
+	if (a.signal_workers == SIGTERM && a.arm_timer && r->sup.hung >= 0 && r->sup.root_cause == r->sup.hung &&
+	    collect_first(r, a, r->sup.hung))
 		return;
 	carry_out(r, a);
 }
@@ -200,6 +213,7 @@ static void carry_out(struct runner *r, struct sup_actions a)
 	}
 	if (a.done) {
 		evtimer_del(r->leftovers); /* none left to say */
+		live_attempt_done(r);
 		attempt_done(r);
 		return;
 	}
@@ -214,7 +228,7 @@ static void reaped(struct runner *r, int i, int status)
 	struct worker *w = &r->w[i];
 
 	if (WIFSTOPPED(status)) { /* slotrun stops a worker only to pause the job */
-		if (r->paused)
+		if (r->paused || stacks_trace_stop(status)) /* or to take its stack */
 			return;
 		say_rank(r, i, "stopped by SIG%s (not by slotrun): the job waits for it until it "
 			 "is continued (SIGCONT)%s", sigabbrev_np(WSTOPSIG(status)) ?
@@ -230,6 +244,7 @@ static void reaped(struct runner *r, int i, int status)
 		w->after = now_since(r);
 	}
 	workers_ended(r, i, status_exit_code(status));
+	live_rank_exit(r, i, status);
 	feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = status_exit_code(status),
 				    .t = now_since(r) });
 }
@@ -240,14 +255,13 @@ static void reap(struct runner *r)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
-		if ((WIFEXITED(status) || WIFSIGNALED(status)) && diag_reaped(r->diag, pid))
-			continue;
 		for (int i = 0; i < r->n; i++)
 			if (r->w[i].pid == pid) {
 				reaped(r, i, status);
 				break;
 			}
-		/* not a worker: an adopted stray, now reaped (or stopped) */
+		/* not a worker: an adopted stray, now reaped (or stopped), or a
+		 * thread whose stack is being taken (stacks.h) */
 	}
 	if (r->sup.state == SUP_SWEEP && !procs_have_children())
 		feed(r, (struct sup_event){ .type = SUP_EV_STRAYS_GONE });
@@ -470,6 +484,7 @@ static void start_workers(struct runner *r)
 	handled_set(&block);
 	sigprocmask(SIG_BLOCK, &block, &was);
 	r->started = r->ever_started = true;
+	r->fresh = false;
 	r->t0 = clock_mono();
 	/* Workers start with the signals we handle unblocked, whatever mask
 	 * slotrun inherited: a blocked SIGTERM would defeat the grace. */
@@ -484,6 +499,7 @@ static void start_workers(struct runner *r)
 			if (r->w[i].pid <= 0)
 				feed(r, (struct sup_event){ .type = SUP_EV_EXIT, .worker = i, .code = 1 });
 	workers_watch(r);
+	live_attempt_start(r);
 	if (r->cfg->hang_timeout > 0) {
 		struct timeval tv = clock_tv(hang_period(r->cfg->hang_timeout));
 
@@ -499,9 +515,44 @@ static void on_backoff(evutil_socket_t fd, short what, void *arg)
 
 /* ---- What the job plane asks of us ---- */
 
-static void plane_start(void *arg)
+/* Elastic: this round joins the node's list, and ends the one before with
+ * the reason the new one formed. */
+static void add_round(struct runner *r, const struct plane_round_info *ri)
 {
-	start_workers(arg);
+	struct sum_round *x = realloc(r->rounds, (size_t)(r->nrounds + 1) * sizeof(*x));
+
+	if (!x)
+		return; /* the summary misses it; nothing else does */
+	r->rounds = x;
+	if (r->nrounds)
+		snprintf(x[r->nrounds - 1].end, sizeof(x[0].end), "%s", ri->why[0] ? ri->why : "?");
+	x += r->nrounds++;
+	*x = (struct sum_round){ .round = ri->round, .nnodes = ri->nnodes, .ranks = ri->world_size,
+				 .node_rank = ri->node_rank };
+	clock_gettime(CLOCK_REALTIME, &x->start);
+	snprintf(x->why, sizeof(x->why), "%s", ri->why);
+}
+
+/* A round starts: its ranks, world size and chief into every worker's
+ * environment, then the workers. */
+static void plane_start(void *arg, const struct plane_round_info *ri)
+{
+	struct runner *r = arg;
+	struct plan_round pr = { .node_rank = ri->node_rank, .nnodes = ri->nnodes, .rank_base = ri->rank_base,
+				 .world_size = ri->world_size, .master = ri->master[0] ? ri->master : NULL };
+
+	if (r->ever_started && !r->fresh) /* after a failover: no RESTART came */
+		attempt_reset(r);
+	if (plan_round(r->cfg->plan, &pr) < 0)
+		note(r, "slotrun: round %d: out of memory: the workers keep the ranks of the round before",
+		     ri->round);
+	r->attempt = ri->restarts;
+	r->round = ri->round;
+	r->chief = plane_is_chief(r->plane);
+	if (runner_elastic(r))
+		add_round(r, ri);
+	live_nodes_joined(r, ri->nnodes);
+	start_workers(r);
 }
 
 static void plane_stop(void *arg, int sig)
@@ -557,9 +608,25 @@ static void plane_say(void *arg, const char *line)
 	note(r, "%s", line);
 }
 
+static void plane_ask(void *arg, uint32_t id, bool stacks)
+{
+	live_ask(arg, id, stacks);
+}
+
+static char *plane_merge(void *arg, char *const *docs, const size_t *lens, int n, const char *missing, size_t *len)
+{
+	return live_merge(arg, docs, lens, n, missing, len);
+}
+
+static void plane_event_in(void *arg, const char *json, size_t len, const char *host)
+{
+	live_event(arg, json, len, host);
+}
+
 static const struct plane_hooks plane_hooks = {
 	.start = plane_start, .stop = plane_stop, .signal = plane_signal, .restart = plane_restart,
-	.end = plane_end, .pause = plane_pause, .say = plane_say,
+	.end = plane_end, .pause = plane_pause, .say = plane_say, .ask = plane_ask, .merge = plane_merge,
+	.event = plane_event_in,
 };
 
 /* ---- runner_run, in steps ---- */
@@ -656,6 +723,7 @@ static int wind_down(struct runner *r)
 	plane_close(r->plane);
 	r->plane = NULL;
 	attempt_end(r);
+	live_end(r, code);
 	/* A stopping job's output has the grace to get out; a clean one's
 	 * waits for its reader (a stop signal ends that wait too). */
 	console_drain(&r->cons, r->base, code == 0 ? -1 : r->cfg->grace > 1 ? r->cfg->grace : 1);
@@ -667,6 +735,7 @@ static int wind_down(struct runner *r)
 
 static void teardown(struct runner *r)
 {
+	live_close(r);
 	plane_close(r->plane);
 	session_close(r->session);
 	oom_close(&r->oom);
@@ -693,6 +762,7 @@ static void teardown(struct runner *r)
 	free(r->code);
 	free(r->active);
 	free(r->history);
+	free(r->rounds);
 }
 
 int runner_run(const struct runner_cfg *c)
@@ -704,7 +774,7 @@ int runner_run(const struct runner_cfg *c)
 	r.t0 = clock_mono();
 	prepare_process(&orig);
 	r.orig_mask = orig;
-	if (setup_loop(&r) < 0)
+	if (setup_loop(&r) < 0 || (code = live_open(&r)) != 0)
 		goto out;
 	if ((code = begin(&r)) != 0)
 		goto out;

@@ -15,7 +15,7 @@
 #include "topology.h"
 
 struct runner_cfg {
-	const struct plan *plan;
+	struct plan *plan;               /* each round of the job plane rewrites its ranks */
 	struct topo *topo;               /* NULL: no binding */
 	const char *exec_path;           /* wrap_rank, or the command with --no-wrap */
 	bool wrapped;
@@ -32,6 +32,10 @@ struct runner_cfg {
 	const char *secret;              /* the job secret (each restart derives its own) */
 	const char *host;                /* this node's address, for the summary */
 	enum session_mode on_hangup;     /* whether the end of our session stops the job */
+	const char *metrics_addr;        /* --metrics-port's address, NULL: every one */
+	int metrics_port;                /* 0: no metrics server */
+	const char *metrics_file;        /* --metrics-file, or NULL */
+	const char *timeline;            /* --timeline, or NULL */
 };
 
 /* Returns slotrun's exit status (slotrun(1), EXIT STATUS).  With a job

@@ -17,6 +17,7 @@
 #include "plane.h"
 #include "rank_report.h"
 #include "runner.h"
+#include "summary.h"
 #include "supervisor.h"
 
 /* The signals slotrun handles on its loop: blocked while workers are
@@ -25,6 +26,7 @@
 extern const int runner_signals[RUNNER_NSIGNALS];
 
 struct runner;
+struct live;
 
 struct worker {
 	pid_t pid;
@@ -38,7 +40,9 @@ struct worker {
 	bool oom;                    /* the note says the OOM killer's part in its death */
 	bool cmd_open;               /* wrapped: cmd_r is open */
 	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
+	pid_t cmd;                   /* ... the pid it wrote, 0: not yet read */
 	char *diag;                  /* what it was doing when it had to be killed, or NULL */
+	bool diag_hung;              /* ... taken when it was found hung (--hang-timeout) */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
 	bool rchar_known;            /* ... since its last output reached slotrun */
 };
@@ -69,15 +73,22 @@ struct runner {
 	bool ever_started;           /* some attempt started its workers */
 	int attempt;                 /* 0 for the first, k for restart k */
 	struct plane_cause *history; /* the root cause of every attempt before this one */
+	bool fresh;                  /* the workers' state was reset for the next start */
+	int round;                   /* the job plane's round running or run last (0: none) */
+	bool chief;                  /* several nodes: this node was the chief in its last round */
+	struct sum_round *rounds;    /* elastic: every round this node took part in */
+	int nrounds;
 	struct event *backoff;       /* one node: the wait before the next attempt */
 	int stopped_between;         /* one node: the signal that stopped us between attempts */
 	struct event *hang_check;    /* with --hang-timeout */
 	struct event *leftovers;     /* a finished job's leftovers are said: soon after their SIGTERM */
 	struct diag *diag;           /* collecting before the SIGKILL, or NULL */
+	bool diag_hung;              /* ... before the hang's SIGTERM, of the hung worker */
 	struct sup_actions held;     /* ... which waits with these */
 	struct oom oom;              /* what the kernel says of SIGKILLs slotrun did not send */
 	struct rank_reports reports; /* the workers' failure reports (rank_report.h) */
 	struct session *session;     /* watching for the end of our session, or NULL */
+	struct live *live;           /* status, metrics, timeline (live.h), or NULL */
 };
 
 /* slotrun's own lines go through its stderr queue like the workers': an
@@ -92,6 +103,11 @@ struct runner {
 static inline int runner_attempts(const struct runner *r)
 {
 	return r->cfg->restart ? r->cfg->restart->max_restarts + 1 : 1;
+}
+
+static inline bool runner_elastic(const struct runner *r)
+{
+	return r->cfg->plane && plane_elastic(r->cfg->plane);
 }
 
 #endif

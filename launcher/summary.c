@@ -167,10 +167,30 @@ static bool last_ran(const struct sum_job *j)
 	return !j->between || (j->job && j->job->kind == PLANE_CAUSE_RANK);
 }
 
+/* An elastic job's rounds, one line each: nodes, ranks, since when, this
+ * node's rank in it, and how it ended. */
+static void print_rounds(FILE *f, const struct sum_job *j)
+{
+	char when[32];
+
+	for (int k = 0; k < j->nrounds; k++) {
+		const struct sum_round *r = &j->rounds[k];
+
+		fmt_time(&r->start, when, sizeof(when), false);
+		fprintf(f, "slotrun: round %d: %d node%s, %d rank%s, from %s, this node %d: %s%s\n", r->round,
+			r->nnodes, r->nnodes == 1 ? "" : "s", r->ranks, r->ranks == 1 ? "" : "s", when,
+			r->node_rank, r->end[0] ? "ended: " : "the last", r->end);
+	}
+}
+
 static void print_history(FILE *f, const struct sum_job *j)
 {
 	char line[PLANE_TEXT_MAX + 512];
 
+	if (j->nrounds) {
+		print_rounds(f, j);
+		return;
+	}
 	for (int k = 0; k < j->attempt; k++) {
 		plane_cause_line(&j->history[k], line, sizeof(line));
 		fprintf(f, "slotrun: attempt %d of %d failed: %s\n", k + 1, j->attempts, line);
@@ -181,7 +201,8 @@ static void print_history(FILE *f, const struct sum_job *j)
 		fprintf(f, "slotrun: attempt %d of %d, the last:\n", j->attempt + 1, j->attempts);
 }
 
-/* A killed worker's processes, as slotrun saw them at the grace's end. */
+/* A killed worker's processes, as slotrun saw them at the grace's end, or
+ * when it found the worker hung. */
 static void print_diag(FILE *f, const struct sum_worker *w)
 {
 	const char *p = w->diag;
@@ -189,7 +210,7 @@ static void print_diag(FILE *f, const struct sum_worker *w)
 	if (!p)
 		return;
 	if (*p)
-		fprintf(f, "slotrun:     at the grace's end:\n");
+		fprintf(f, "slotrun:     %s:\n", w->diag_hung ? "when it was found hung" : "at the grace's end");
 	while (*p) {
 		const char *nl = strchr(p, '\n');
 		int len = nl ? (int)(nl - p) : (int)strlen(p);
@@ -204,7 +225,7 @@ void summary_print(FILE *f, const struct sum_job *j)
 	char desc[64], when[32], sn[32];
 
 	print_history(f, j);
-	if (j->attempt && j->exit_code == 0) {
+	if ((j->attempt || j->nrounds > 1) && j->exit_code == 0) {
 		fflush(f);
 		return;
 	}
@@ -483,6 +504,22 @@ int summary_write_json(const char *path, const struct sum_job *j)
 		if (last_ran(j))
 			json_array_append(list, json_object_get(root, "root_cause"));
 		json_object_set_new(root, "attempts", list);
+	}
+	if (j->nrounds) {
+		json_t *list = json_array();
+
+		for (int k = 0; k < j->nrounds; k++) {
+			const struct sum_round *x = &j->rounds[k];
+			char when[40];
+
+			fmt_time(&x->start, when, sizeof(when), true);
+			json_array_append_new(list, json_pack("{s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "round", x->round,
+							      "nodes", x->nnodes, "ranks", x->ranks, "node_rank",
+							      x->node_rank, "start", when,
+							      "why", x->why[0] ? line_json(x->why) : json_null(),
+							      "ended", x->end[0] ? line_json(x->end) : json_null()));
+		}
+		json_object_set_new(root, "rounds", list);
 	}
 	for (int i = 0; i < j->nworkers; i++)
 		json_array_append_new(ranks, worker_json(&j->w[i]));

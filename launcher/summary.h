@@ -28,8 +28,17 @@ struct sum_worker {
 	const struct out_tail *tail;
 	const char *note;          /* e.g. why it could not start, or NULL */
 	const char *diag;          /* lines on what it did when it had to be killed, or NULL */
+	bool diag_hung;            /* ... taken when it was found hung, before its SIGTERM */
 	bool oom;                  /* the kernel's OOM killer killed it: note says how sure */
 	const char *message;       /* what its failure report said (rank_report.h), or NULL */
+};
+
+/* One round of an elastic job, as this node took part in it. */
+struct sum_round {
+	int round, nnodes, ranks, node_rank;   /* its node count and ranks; this node's rank */
+	struct timespec start;                 /* CLOCK_REALTIME */
+	char why[PLANE_TEXT_MAX];              /* why it formed ("" for the first) */
+	char end[PLANE_TEXT_MAX];              /* why it ended ("": it is the last) */
 };
 
 struct sum_job {
@@ -52,6 +61,10 @@ struct sum_job {
 	/* Stopped while waiting to start attempt `attempt`: it never ran
 	 * here, so nworkers is 0. */
 	bool between;
+	/* An elastic job: every round this node took part in (they replace
+	 * the attempts above, which count only restarts); nrounds 0 else. */
+	const struct sum_round *rounds;
+	int nrounds;
 };
 
 /* "exit 1", "exit 137 (SIGKILL)" */

@@ -118,6 +118,7 @@ static struct sup_actions on_signal(struct sup *s, int sig, bool stops)
 
 	if (sig == SIGINT)
 		s->sigints++;
+	s->told_stop = s->told_stop || stops;
 	switch (s->state) {
 	case SUP_RUNNING:
 		a.signal_workers = sig;

@@ -79,6 +79,7 @@ struct sup {
 	int live;
 	int root_cause;      /* worker index of the first failure, or -1 */
 	int stop_signal;     /* TERM/INT (or HUP: the session ended) that told slotrun to stop, or 0 */
+	bool told_stop;      /* a stop signal came, also after the root cause: no restart */
 	int stray_signal;    /* last signal sent to strays (TERM, then KILL) */
 	bool escalated;      /* KILL sent */
 	int sigints;         /* SIGINTs received: the second escalates */

@@ -12,30 +12,41 @@
 #include "clock.h"
 #include "hang.h"
 #include "io.h"
+#include "live.h"
 #include "oom.h"
 #include "procs.h"
 #include "quote.h"
 #include "spawn.h"
 
 /* What every worker of an attempt gets besides the plan's variables:
- * torchrun's names beside ours; each restart a rendezvous secret of its
- * own, so nothing of an earlier attempt can join a later one. */
+ * torchrun's names beside ours; an elastic job's round; each restart (each
+ * round) a rendezvous secret of its own, so nothing of an earlier attempt
+ * can join a later one. */
 struct attempt_env {
-	char vars[4][PLAN_SECRET_MAX + 64];
-	char *env[5];
+	char vars[5][PLAN_SECRET_MAX + 64];
+	char *env[6];
 };
 
 static void attempt_env(const struct runner *r, struct attempt_env *a)
 {
 	const struct runner_cfg *c = r->cfg;
+	int n = 3;
 
-	*a = (struct attempt_env){ .env = { a->vars[0], a->vars[1], a->vars[2], NULL, NULL } };
+	*a = (struct attempt_env){ .env = { a->vars[0], a->vars[1], a->vars[2], NULL, NULL, NULL } };
 	snprintf(a->vars[0], sizeof(a->vars[0]), "SLOTRUN_RESTART_COUNT=%d", r->attempt);
 	snprintf(a->vars[1], sizeof(a->vars[1]), "TORCHELASTIC_RESTART_COUNT=%d", r->attempt);
 	snprintf(a->vars[2], sizeof(a->vars[2]), "TORCHELASTIC_MAX_RESTARTS=%d", runner_attempts(r) - 1);
-	if (r->attempt && c->secret) {
-		snprintf(a->vars[3], sizeof(a->vars[3]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
-		a->env[3] = a->vars[3];
+	if (runner_elastic(r)) {
+		snprintf(a->vars[n], sizeof(a->vars[n]), "SLOTRUN_ROUND=%d", r->round);
+		a->env[n] = a->vars[n];
+		n++;
+		if (r->round > 1 && c->secret) {
+			snprintf(a->vars[n], sizeof(a->vars[n]), "%s=%s.round-%d", PLAN_SECRET_VAR, c->secret, r->round);
+			a->env[n] = a->vars[n];
+		}
+	} else if (r->attempt && c->secret) {
+		snprintf(a->vars[n], sizeof(a->vars[n]), "%s=%s.attempt-%d", PLAN_SECRET_VAR, c->secret, r->attempt);
+		a->env[n] = a->vars[n];
 	}
 }
 
@@ -173,8 +184,8 @@ static void close_cmd_pipe(struct worker *w)
 	w->cmd_open = false;
 }
 
-/* extra (an attempt_env's, at most 4) plus worker i's failure report path
- * (rank_report.h) under both names, in out (room for 7); the previous
+/* extra (an attempt_env's, at most 5) plus worker i's failure report path
+ * (rank_report.h) under both names, in out (room for 8); the previous
  * attempt's report is removed first. */
 static char **report_env(const struct runner *r, int i, char *const *extra, char **out,
 			 char vars[2][4200])
@@ -220,6 +231,8 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 	}
 	out_stream_init(&w->out, po[0], s->shown ? &r->cons.con[0] : NULL, lo, NULL);
 	out_stream_init(&w->err, pe[0], s->shown ? &r->cons.con[1] : NULL, le, &w->tail);
+	out_stream_count(&w->out, live_count(r, i));
+	out_stream_count(&w->err, live_count(r, i));
 	cmd_w = open_cmd_pipe(w, c->wrapped || c->guarded);
 	argv = worker_argv(c, s, rankbuf, cmd_w, fdbuf);
 	envp = plan_envp(s, c->base_env, report_env(r, i, extra_env, env, vars));
@@ -315,27 +328,29 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 	return rc;
 }
 
-/* The pid wrap_rank said its command has, or 0. */
-static pid_t cmd_pid(struct worker *w)
+pid_t workers_cmd_pid(struct runner *r, int i)
 {
+	struct worker *w = &r->w[i];
 	char text[24];
 	ssize_t n;
 	long pid;
 
-	if (!w->cmd_open)
-		return 0;
+	if (w->cmd > 0 || !w->cmd_open)
+		return w->cmd;
 	n = io_read(w->cmd_r, text, sizeof(text) - 1);
 	if (n <= 0)
 		return 0;
 	text[n] = '\0';
 	text[strcspn(text, "\n")] = '\0';
-	return io_parse_long(text, 1, 0x7fffffff, &pid) == 0 ? (pid_t)pid : 0;
+	if (io_parse_long(text, 1, 0x7fffffff, &pid) == 0)
+		w->cmd = (pid_t)pid;
+	return w->cmd;
 }
 
 void workers_ended(struct runner *r, int i, int code)
 {
 	struct worker *w = &r->w[i];
-	pid_t pids[2] = { w->pid, cmd_pid(w) };
+	pid_t pids[2] = { w->pid, workers_cmd_pid(r, i) };
 
 	close_cmd_pipe(w);
 	if (w->pid > 0 && !w->note[0] && sup_unsent_kill(&r->sup, code))

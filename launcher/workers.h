@@ -22,6 +22,10 @@ int workers_spawn(struct runner *r, const sigset_t *mask);
  * left in the worker's note (w->oom set). */
 void workers_ended(struct runner *r, int i, int code);
 
+/* The pid worker i's wrap_rank said its command has (read once, then
+ * kept), or 0 when it has not said yet or cannot. */
+pid_t workers_cmd_pid(struct runner *r, int i);
+
 /* Starts reading every started worker's stdout and stderr on the loop.
  * A pipe that cannot be watched (out of memory) is said and closed rather
  * than left to fill and block its worker. */

@@ -6,11 +6,12 @@
 set -euo pipefail
 
 SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
-	libjansson-dev libsodium-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
+	libjansson-dev libsodium-dev libdw-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's
-# CPU PyTorch, for /usr/bin/python3), read a hung worker's stack (elfutils'
-# eu-stack), slotrun under a private one-node Slurm (slurm-wlm with its
+# CPU PyTorch, for /usr/bin/python3), check the CPython 3.11 offsets the
+# stack collector reads a Python worker's frames with against CPython's own
+# headers (python3.11-dev), slotrun under a private one-node Slurm (slurm-wlm with its
 # munge; `apt-get install -s` installs them without questions, and Debian
 # starts no daemon where policy-rc.d forbids), examples/ssh/launch.sh
 # against an sshd in each namespace node (openssh-server), and a job started
@@ -22,9 +23,11 @@ SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwl
 # only recommends; this name follows Debian's default clang).  The container
 # test builds examples/container/Dockerfile with podman (runc as its runtime,
 # netavark and aardvark-dns for a network whose names resolve) on a Debian
-# base from debootstrap (which only recommends the archive's keyring).
-SLOTRUN_TEST_PACKAGES=(python3-torch elfutils slurm-wlm munge openssh-server pdsh man-db valgrind clang
-	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring)
+# base from debootstrap (which only recommends the archive's keyring).  A
+# real Prometheus scrapes --metrics-port, and promtool (in the same
+# package) checks the exposition.
+SLOTRUN_TEST_PACKAGES=(python3-torch python3.11-dev slurm-wlm munge openssh-server pdsh man-db valgrind clang
+	libclang-rt-dev podman runc netavark aardvark-dns iptables debootstrap debian-archive-keyring prometheus)
 
 # slotrun_install_missing [EXTRA_PACKAGE...]
 slotrun_install_missing() {

@@ -228,15 +228,37 @@ void ckpt_acc(const uint8_t *buf, const struct ckpt_state *s, uint32_t rank, flo
 		get_floats(acc, buf + CKPT_HDR_LEN + 4 * n * (1 + (size_t)rank), n);
 }
 
+size_t ckpt_max_size(const struct ckpt_config *c)
+{
+	struct ckpt_state s = { .cfg = *c, .acc_count = 1 };
+	size_t len;
+
+	s.cfg.world_size = MODEL_MAX_WORLD;
+	len = ckpt_size(&s);
+	return len ? len : SIZE_MAX;
+}
+
+void ckpt_acc_mean(const uint8_t *buf, const struct ckpt_state *s, float *scratch, float *out)
+{
+	size_t n = (size_t)(s->cfg.grad_bytes / 4);
+
+	memset(out, 0, n * sizeof(*out));
+	if (!naccs(s))
+		return;
+	for (uint32_t r = 0; r < s->cfg.world_size; r++) {
+		ckpt_acc(buf, s, r, scratch);
+		for (size_t i = 0; i < n; i++)
+			out[i] += scratch[i];
+	}
+	model_mean(out, out, n, s->cfg.world_size);
+}
+
 int ckpt_config_diff(const struct ckpt_config *have, const struct ckpt_config *want, char *err,
 		     size_t errlen)
 {
 	static const char pre[] = "the checkpoint was written";
 
-	if (have->world_size != want->world_size)
-		snprintf(err, errlen, "%s by %u ranks, this run has %u", pre, have->world_size,
-			 want->world_size);
-	else if (have->grad_bytes != want->grad_bytes)
+	if (have->grad_bytes != want->grad_bytes)
 		snprintf(err, errlen, "%s with --grad-bytes %llu, this run has %llu", pre,
 			 (unsigned long long)have->grad_bytes, (unsigned long long)want->grad_bytes);
 	else if (have->global_batch != want->global_batch)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The checkpoint of `slotcomm_train`: what the chief writes when the
- * job is preempted (and at the end), and what --resume reads back.
+ * job is preempted, every --checkpoint-every steps and at the end, and what
+ * --resume (or --resume-if-present) reads back.
  *
  * Layout, all integers little-endian:
  *
@@ -10,7 +11,7 @@
  *  16  seed                   u64
  *  24  grad_bytes             u64   parameter bytes, a multiple of 4
  *  32  global batch           u64
- *  40  world size             u32
+ *  40  world size             u32   the ranks that wrote it
  *  44  aggregation frequency  u32
  *  48  flags                  u32   bit 0: fp16 compression; no others
  *  52  accumulated steps      u32   steps in the gradient accumulators
@@ -23,13 +24,14 @@
  *
  * Each rank's accumulator holds its own gradients, so all are kept: a run
  * preempted between two exchanges resumes exactly where it stopped.  A
- * checkpoint taken right after an exchange (every one with K = 1, and the
- * final one) has none.
+ * checkpoint taken right after an exchange (every periodic one, every one
+ * with K = 1, and the final one) has none.
  *
- * The first six fields after the header length are the run's
- * configuration: a resume that differs in any of them is refused, since it
- * could not continue the run bit for bit.  --steps is not among them: a run
- * may be resumed with more steps.
+ * Five of the fields after the header length are the run's configuration:
+ * a resume that differs in any of them is refused, since it would be
+ * another run.  The world size is not binding: a run at another world size
+ * takes the checkpoint in (round.h says how), keeping the global batch.
+ * --steps is not among them either: a run may be resumed with more steps.
  *
  * Encoding and decoding are pure; the file functions at the end do the
  * I/O.  All return 0 or a negative errno and, where they take err, leave one
@@ -88,8 +90,21 @@ void ckpt_params(const uint8_t *buf, const struct ckpt_state *s, float *params);
 /* Copies rank's accumulator out of it (zeros when acc_count is 0). */
 void ckpt_acc(const uint8_t *buf, const struct ckpt_state *s, uint32_t rank, float *acc);
 
-/* 0 when have (the checkpoint's) equals want (this run's), else 1 with one
- * line naming the first field that differs, both values and the flag. */
+/* The largest checkpoint a run of configuration c may have to read: one
+ * with accumulators, written by the most ranks slotcomm_train runs
+ * (SIZE_MAX when that does not fit in a size_t). */
+size_t ckpt_max_size(const struct ckpt_config *c);
+
+/* The mean of every rank's accumulator in a buffer that ckpt_decode
+ * accepted as s: summed in rank order in float32 into out, then divided by
+ * the world size (zeros when acc_count is 0).  scratch and out hold
+ * grad_bytes / 4 floats each.  A run at another world size gives every
+ * rank this accumulator (round.h). */
+void ckpt_acc_mean(const uint8_t *buf, const struct ckpt_state *s, float *scratch, float *out);
+
+/* 0 when have (the checkpoint's) equals want (this run's) in every binding
+ * field (all but the world size), else 1 with one line naming the first
+ * field that differs, both values and the flag. */
 int ckpt_config_diff(const struct ckpt_config *have, const struct ckpt_config *want, char *err,
 		     size_t errlen);
 

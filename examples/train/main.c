@@ -70,7 +70,9 @@ static int parse_size(const char *s, uint64_t *out)
 static const char train_usage[] =
 	"Usage: slotcomm_train --steps N --grad-bytes B --global-batch-size G\n"
 	"                      [--aggregation-frequency K] [--fp16-compress]\n"
-	"                      [--no-average-metrics] --checkpoint-dir DIR [--resume] [--seed S]\n"
+	"                      [--no-average-metrics] --checkpoint-dir DIR\n"
+	"                      [--checkpoint-every N] [--resume | --resume-if-present]\n"
+	"                      [--seed S] [--step-time MS]\n"
 	"\n"
 	"A deterministic simulated data-parallel training loop, run as one rank of a job\n"
 	"(the worker environment of the slotcomm library; slotrun sets it).  Every rank\n"
@@ -88,18 +90,34 @@ static const char train_usage[] =
 	"  --no-average-metrics        print rank 0's loss, not the mean over the ranks\n"
 	"  --checkpoint-dir DIR        rank 0 writes DIR/train.ckpt when preempted and at\n"
 	"                              the end\n"
-	"  --resume                    continue from DIR/train.ckpt (same configuration)\n"
+	"  --checkpoint-every N        and every N steps, after the exchange that ends\n"
+	"                              them (steps N, 2N, ... when K divides N)   [0: off]\n"
+	"  --resume                    continue from DIR/train.ckpt (same configuration,\n"
+	"                              any world size)\n"
+	"  --resume-if-present         the same when DIR/train.ckpt exists, else start\n"
+	"                              from step 0: one command line for every round\n"
 	"  --seed S                    the model's and the data's seed                [0]\n"
+"  --step-time MS              simulated compute per step (sleeps; results do not\n"
+"                              depend on it)                                  [0]\n"
 	"  -h, --help                  this help\n"
 	"\n"
 	"SIGTERM or SIGUSR1 to any rank (slotrun forwards both) stops every rank after the\n"
 	"same step: each prints 'preempted at step S', rank 0 writes the checkpoint, all\n"
-	"exit 0.  A resumed run ends with the same checksum as one never interrupted.\n"
+	"exit 0.  Resumed with as many ranks, a run ends with the same checksum as one\n"
+	"never interrupted.  With another number of ranks (a round of an elastic job),\n"
+	"it keeps the global batch, splits it over the new ranks (with the same warning\n"
+	"when it does not divide) and goes on from the checkpoint's step; gradients\n"
+	"pending in the checkpoint are averaged over its ranks into every new rank's.\n"
+	"Rank 0 says 'resumed at step S from DIR/train.ckpt (world size A -> B,\n"
+	"per-slot batch X -> Y), P steps accumulated'.  After a resume and at the end,\n"
+	"the ranks compare their step and parameters; a difference is one line naming\n"
+	"the ranks, and exit 1 on every rank.\n"
 	"Every rank must be given the same options but --checkpoint-dir: the ranks compare\n"
 	"them at start, and one line on every rank names the first that differs.\n"
-	"Exit status: 0 finished or preempted; 1 a failure, or a missing or damaged\n"
-	"checkpoint; 2 bad flags or environment, ranks given different options, or a\n"
-	"checkpoint of another configuration.\n";
+	"Exit status: 0 finished or preempted; 1 a failure, a missing or damaged\n"
+	"checkpoint, or ranks that disagree; 2 bad flags or environment, ranks given\n"
+	"different options, or a checkpoint of another configuration (--grad-bytes,\n"
+	"--global-batch-size, --aggregation-frequency, --fp16-compress, --seed).\n";
 
 /* What getopt_long's ':' (a missing value) or '?' (an unknown option) was
  * about. */
@@ -110,7 +128,10 @@ static int option_error(int ch, char **argv)
 	return usage_error("unknown option '%s'", argv[optind - 1]);
 }
 
-enum { O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_RESUME, O_SEED };
+enum {
+	O_STEPS = 256, O_GRAD, O_BATCH, O_AGG, O_FP16, O_NOAVG, O_DIR, O_EVERY, O_RESUME,
+	O_RESUME_IF, O_SEED, O_STEP_TIME
+};
 
 static const struct option longopts[] = {
 	{ "steps", required_argument, NULL, O_STEPS },
@@ -120,8 +141,11 @@ static const struct option longopts[] = {
 	{ "fp16-compress", no_argument, NULL, O_FP16 },
 	{ "no-average-metrics", no_argument, NULL, O_NOAVG },
 	{ "checkpoint-dir", required_argument, NULL, O_DIR },
+	{ "checkpoint-every", required_argument, NULL, O_EVERY },
 	{ "resume", no_argument, NULL, O_RESUME },
+	{ "resume-if-present", no_argument, NULL, O_RESUME_IF },
 	{ "seed", required_argument, NULL, O_SEED },
+	{ "step-time", required_argument, NULL, O_STEP_TIME },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -172,13 +196,28 @@ static int apply_option(int ch, struct train_opts *o, char **argv)
 			return usage_error("--checkpoint-dir: expected a folder");
 		o->ckpt_dir = optarg;
 		return KEEP_PARSING;
+	case O_EVERY:
+		if (io_parse_long(optarg, 0, MODEL_MAX_STEPS, &v) < 0)
+			return usage_error("--checkpoint-every '%s': expected a count of steps from 0 "
+					   "(off) to %u", optarg, MODEL_MAX_STEPS);
+		o->checkpoint_every = (uint64_t)v;
+		return KEEP_PARSING;
 	case O_RESUME:
-		o->resume = true;
+	case O_RESUME_IF:
+		if (o->resume != TRAIN_FRESH &&
+		    o->resume != (ch == O_RESUME ? TRAIN_RESUME : TRAIN_RESUME_IF_PRESENT))
+			return usage_error("--resume and --resume-if-present: give one of them");
+		o->resume = ch == O_RESUME ? TRAIN_RESUME : TRAIN_RESUME_IF_PRESENT;
 		return KEEP_PARSING;
 	case O_SEED:
 		if (io_parse_long(optarg, 0, LONG_MAX, &v) < 0)
 			return usage_error("--seed '%s': expected a number from 0", optarg);
 		o->seed = (uint64_t)v;
+		return KEEP_PARSING;
+	case O_STEP_TIME:
+		if (io_parse_long(optarg, 0, 60000, &v) < 0)
+			return usage_error("--step-time '%s': expected milliseconds from 0 to 60000", optarg);
+		o->step_ms = (unsigned)v;
 		return KEEP_PARSING;
 	case 'h':
 		fputs(train_usage, stdout);

@@ -16,6 +16,7 @@
 #include "half.h"
 #include "io.h"
 #include "model.h"
+#include "round.h"
 
 static volatile sig_atomic_t stop_asked;
 
@@ -209,32 +210,82 @@ static int checkpoint(struct trainer *t)
 	return status;
 }
 
-/* Rank 0 reads and checks the checkpoint and takes its parameters: 0 with
- * the checkpoint in *buf and its state in *s, or the exit status after
- * saying why it refuses (one line). */
-static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s)
+/* Test hook (NCCL_WORKER_TEST_CORRUPT_RANK=R, as nccl_worker's): rank R
+ * flips the lowest bit of its first parameter before the ranks compare
+ * them at the end, so a test sees the disagreement named. */
+static void corrupt_for_test(struct trainer *t)
+{
+	const char *env = getenv("NCCL_WORKER_TEST_CORRUPT_RANK");
+	long rank;
+	uint32_t u;
+
+	if (!env || io_parse_long(env, 0, MODEL_MAX_WORLD, &rank) < 0 || rank != t->rank)
+		return;
+	memcpy(&u, &t->params[0], sizeof(u));
+	u ^= 1u;
+	memcpy(&t->params[0], &u, sizeof(u));
+}
+
+/* Every rank's step and parameter checksum against rank 0's, on every rank
+ * (one allgather): 0 with this rank's checksum in *checksum (when not
+ * NULL); or 1 after one line naming the ranks that differ, the same on
+ * every rank, or naming the failed collective. */
+static int agree(struct trainer *t, const char *when, uint64_t *checksum)
+{
+	struct round_mark mine = { .step = t->step, .checksum = model_checksum(t->params, t->n) };
+	struct round_mark *all = calloc((size_t)t->size, sizeof(*all));
+	double t0 = clock_mono();
+	char err[512];
+	int r, status = 0;
+
+	if (!all) {
+		fprintf(stderr, "slotcomm_train: rank %d: out of memory\n", t->rank);
+		return 1;  /* the others then fail in the allgather, naming this rank */
+	}
+	r = slotcomm_allgather(t->c, &mine, sizeof(mine), all);
+	t->comm_s += clock_mono() - t0;
+	if (r < 0) {
+		free(all);
+		return comm_failed(t, when);
+	}
+	if (round_agree(all, (uint32_t)t->size, err, sizeof(err))) {
+		fprintf(stderr, "slotcomm_train: rank %d: the ranks disagree %s: %s\n", t->rank, when,
+			err);
+		status = 1;
+	}
+	free(all);
+	if (checksum)
+		*checksum = mine.checksum;
+	return status;
+}
+
+/* Rank 0 reads and checks the checkpoint, plans how this run takes it in
+ * and takes its parameters: 0 with the checkpoint in *buf, its state in *s
+ * and the plan in *plan; 0 with *fresh set when there is none and
+ * --resume-if-present allows that; or the exit status after saying why it
+ * refuses (one line). */
+static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s,
+		struct round_resume *plan, bool *fresh)
 {
 	const struct train_opts *o = t->o;
-	struct ckpt_state largest = state_of(t);
-	struct ckpt_config want = largest.cfg;
+	struct ckpt_config want = state_of(t).cfg;
 	size_t len = 0;
 	char err[512];
-	int status = 0;
+	int status = 0, r;
 
-	largest.acc_count = 1;
-	if (ckpt_read_file(o->ckpt_dir, ckpt_size(&largest), buf, &len, err, sizeof(err)) < 0) {
+	r = ckpt_read_file(o->ckpt_dir, ckpt_max_size(&want), buf, &len, err, sizeof(err));
+	if (r == -ENOENT && o->resume == TRAIN_RESUME_IF_PRESENT) {
+		*fresh = true;
+		return 0;
+	}
+	if (r < 0) {
 		fprintf(stderr, "slotcomm_train: rank 0: %s\n", err);
 		return 1;
 	}
 	if (ckpt_decode(*buf, len, s, err, sizeof(err)) < 0)
 		status = 1;
-	else if (ckpt_config_diff(&s->cfg, &want, err, sizeof(err)))
+	else if (round_resume_plan(s, &want, o->steps, plan, err, sizeof(err)) < 0)
 		status = TRAIN_EXIT_USAGE;
-	else if (s->step > o->steps) {
-		snprintf(err, sizeof(err), "it is at step %llu, past --steps %llu",
-			 (unsigned long long)s->step, (unsigned long long)o->steps);
-		status = TRAIN_EXIT_USAGE;
-	}
 	if (status) {
 		fprintf(stderr, "slotcomm_train: rank 0: cannot resume from %s/%s: %s\n", o->ckpt_dir,
 			CKPT_FILE, err);
@@ -246,36 +297,78 @@ static int load(struct trainer *t, uint8_t **buf, struct ckpt_state *s)
 	return 0;
 }
 
-/* Every rank gets rank 0's checkpoint (the parameters, and its own
- * accumulator), or its verdict: 0; on rank 0 the exit status when it
- * refused; elsewhere -1 when rank 0 refused. */
+/* Every rank gets the checkpoint's accumulators as plan says: rank i its
+ * own (into acc on rank i, through the scratch grad elsewhere), or the
+ * mean of them all that rank 0 computes.  0 or -errno. */
+static int share_accs(struct trainer *t, enum round_accs accs, const uint8_t *buf,
+		      const struct ckpt_state *s)
+{
+	size_t bytes = t->n * sizeof(float);
+	int r = 0;
+
+	if (accs == ROUND_ACCS_FOLD) {
+		if (t->rank == 0)
+			ckpt_acc_mean(buf, s, t->grad, t->acc);
+		return slotcomm_broadcast(t->c, t->acc, bytes);
+	}
+	for (int i = 0; r == 0 && accs == ROUND_ACCS_EACH && i < t->size; i++) {
+		float *dst = i == t->rank ? t->acc : t->grad;
+
+		if (t->rank == 0)
+			ckpt_acc(buf, s, (uint32_t)i, dst);
+		r = slotcomm_broadcast(t->c, dst, bytes);
+	}
+	return r;
+}
+
+/* Rank 0 says where the run starts. */
+static void print_resumed(const struct trainer *t, bool fresh, const struct round_resume *plan)
+{
+	char path[4200], line[4600];
+
+	if (t->rank != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/%s", t->o->ckpt_dir, CKPT_FILE);
+	if (fresh)
+		printf("no checkpoint %s yet: starting at step 0\n", path);
+	else {
+		round_resume_line(plan, path, line, sizeof(line));
+		printf("%s\n", line);
+	}
+	fflush(stdout);
+}
+
+/* Every rank gets rank 0's checkpoint (the parameters, and the
+ * accumulators as round.h says), or its verdict, then the ranks check that
+ * they agree: 0; on rank 0 the exit status when it refused; elsewhere -1
+ * when rank 0 refused; 1 when the ranks disagree or a collective failed. */
 static int resume(struct trainer *t)
 {
-	struct { int32_t status; uint32_t acc_count; uint64_t step; } m = { 0 };
+	struct {
+		int32_t status;
+		uint32_t fresh, acc_count, accs;
+		uint64_t step;
+	} m = { 0 };
+	struct round_resume plan = { 0 };
 	struct ckpt_state s;
 	uint8_t *buf = NULL;
-	size_t bytes = t->n * sizeof(float);
+	bool fresh = false;
 	double t0;
 	int r;
 
 	if (t->rank == 0) {
-		m.status = load(t, &buf, &s);
-		m.step = m.status ? 0 : s.step;
-		m.acc_count = m.status ? 0 : s.acc_count;
+		m.status = load(t, &buf, &s, &plan, &fresh);
+		m.fresh = fresh;
+		m.step = plan.step;
+		m.acc_count = plan.acc_count;
+		m.accs = plan.accs;
 	}
 	t0 = clock_mono();
 	r = slotcomm_broadcast(t->c, &m, sizeof(m));
-	if (r == 0 && m.status == 0)
-		r = slotcomm_broadcast(t->c, t->params, bytes);
-	/* Rank i's accumulator: into acc on rank i, into the scratch grad
-	 * elsewhere. */
-	for (int i = 0; r == 0 && m.status == 0 && m.acc_count && i < t->size; i++) {
-		float *dst = i == t->rank ? t->acc : t->grad;
-
-		if (t->rank == 0)
-			ckpt_acc(buf, &s, (uint32_t)i, dst);
-		r = slotcomm_broadcast(t->c, dst, bytes);
-	}
+	if (r == 0 && m.status == 0 && !m.fresh)
+		r = slotcomm_broadcast(t->c, t->params, t->n * sizeof(float));
+	if (r == 0 && m.status == 0 && !m.fresh)
+		r = share_accs(t, (enum round_accs)m.accs, buf, &s);
 	t->comm_s += clock_mono() - t0;
 	free(buf);
 	if (r < 0)
@@ -287,19 +380,19 @@ static int resume(struct trainer *t)
 		 * that happened to exit first. */
 		return t->rank == 0 ? m.status : -1;
 	}
+	print_resumed(t, m.fresh, &plan);
+	if (m.fresh)
+		return 0;
 	t->step = m.step;
 	t->acc_count = m.acc_count;
-	if (t->rank == 0)
-		printf("resumed from %s/%s at step %llu, %u steps accumulated\n", t->o->ckpt_dir,
-		       CKPT_FILE, (unsigned long long)t->step, t->acc_count);
-	return 0;
+	return agree(t, "after the resume", NULL);
 }
 
 /* The options every rank must share, as the ranks compare them. */
 struct shared_opts {
-	uint64_t steps, grad_bytes, global_batch, seed;
+	uint64_t steps, grad_bytes, global_batch, seed, checkpoint_every;
 	uint32_t agg_freq;
-	uint8_t fp16, average_metrics, resume, pad;
+	uint8_t fp16, average_metrics, resume, resume_if_present;
 };
 
 /* The first option in which a and b differ: its name, and both values in
@@ -319,7 +412,9 @@ static const char *opts_diff(const struct shared_opts *a, const struct shared_op
 		{ "--seed", a->seed, b->seed, 0 },
 		{ "--fp16-compress", a->fp16, b->fp16, 1 },
 		{ "--no-average-metrics", !a->average_metrics, !b->average_metrics, 1 },
+		{ "--checkpoint-every", a->checkpoint_every, b->checkpoint_every, 0 },
 		{ "--resume", a->resume, b->resume, 1 },
+		{ "--resume-if-present", a->resume_if_present, b->resume_if_present, 1 },
 	};
 
 	for (size_t i = 0; i < sizeof(opt) / sizeof(opt[0]); i++) {
@@ -347,8 +442,10 @@ static int check_opts(struct trainer *t)
 	const struct train_opts *o = t->o;
 	struct shared_opts mine = {
 		.steps = o->steps, .grad_bytes = o->grad_bytes, .global_batch = o->global_batch,
-		.seed = o->seed, .agg_freq = o->agg_freq, .fp16 = o->fp16,
-		.average_metrics = o->average_metrics, .resume = o->resume,
+		.seed = o->seed, .checkpoint_every = o->checkpoint_every, .agg_freq = o->agg_freq,
+		.fp16 = o->fp16, .average_metrics = o->average_metrics,
+		.resume = o->resume == TRAIN_RESUME,
+		.resume_if_present = o->resume == TRAIN_RESUME_IF_PRESENT,
 	}, *all = calloc((size_t)t->size, sizeof(*all));
 	char av[32], bv[32];
 	int status = 0;
@@ -378,6 +475,7 @@ static int check_opts(struct trainer *t)
 static void print_start(const struct trainer *t)
 {
 	const struct train_opts *o = t->o;
+	char warn[256];
 
 	if (t->rank != 0)
 		return;
@@ -390,11 +488,8 @@ static void print_start(const struct trainer *t)
 	       o->average_metrics ? "averaged over the ranks" : "of rank 0 only",
 	       (unsigned long long)o->seed);
 	fflush(stdout);
-	if (t->split.dropped)
-		fprintf(stderr, "slotcomm_train: warning: global batch %llu does not divide over %d "
-			"slots: %llu sample%s of every step dropped\n",
-			(unsigned long long)o->global_batch, t->size,
-			(unsigned long long)t->split.dropped, t->split.dropped == 1 ? "" : "s");
+	if (round_split_warning(o->global_batch, (uint64_t)t->size, warn, sizeof(warn)))
+		fprintf(stderr, "slotcomm_train: warning: %s\n", warn);
 }
 
 static void print_comm(const struct trainer *t, double total)
@@ -411,40 +506,22 @@ static void print_comm(const struct trainer *t, double total)
 	fflush(stdout);
 }
 
-/* Rank 0 checks that every rank ends with the same parameters, writes the
- * final checkpoint and prints the checksum: 0, or the exit status. */
+/* Every rank checks that all end at the same step with the same
+ * parameters; rank 0 writes the final checkpoint and prints the checksum:
+ * 0, or the exit status. */
 static int final(struct trainer *t)
 {
-	uint64_t mine = model_checksum(t->params, t->n), *all = NULL;
-	double t0 = clock_mono();
-	int r, status = 0;
+	uint64_t sum;
+	int status;
 
-	if (t->rank == 0 && !(all = calloc((size_t)t->size, sizeof(*all)))) {
-		fprintf(stderr, "slotcomm_train: rank 0: out of memory\n");
-		return 1;  /* the others then fail in the gather, naming rank 0 */
-	}
-	r = slotcomm_gather(t->c, &mine, sizeof(mine), all);
-	t->comm_s += clock_mono() - t0;
-	if (r < 0) {
-		free(all);
-		return comm_failed(t, "final checksum");
-	}
-	for (int i = 1; t->rank == 0 && i < t->size; i++) {
-		if (all[i] != mine) {
-			fprintf(stderr, "slotcomm_train: rank 0: rank %d's parameters differ from rank "
-				"0's (checksum %016llx, rank 0 %016llx)\n", i,
-				(unsigned long long)all[i], (unsigned long long)mine);
-			status = 1;
-			break;
-		}
-	}
-	free(all);
+	corrupt_for_test(t);
+	status = agree(t, "at the end", &sum);
 	if (t->rank != 0 || status)
 		return status;
 	if (save(t, NULL))
 		return 1;
 	printf("final step=%llu checksum=%016llx\n", (unsigned long long)t->step,
-	       (unsigned long long)mine);
+	       (unsigned long long)sum);
 	fflush(stdout);
 	return 0;
 }
@@ -466,10 +543,22 @@ static int loop(struct trainer *t)
 
 		loss = model_grad(t->params, t->target, t->n, o->seed, (uint32_t)t->rank,
 				  t->step + 1, t->split.per_slot, t->acc);
+		if (o->step_ms) { /* a signal cuts it short: the stop is checked below */
+			struct timespec ts = clock_ts(o->step_ms / 1000.0);
+
+			(void)nanosleep(&ts, NULL);
+		}
 		t->step++;
 		t->acc_count++;
-		if (t->acc_count == o->agg_freq && exchange(t) < 0)
-			return comm_failed(t, "all-reduce");
+		if (t->acc_count == o->agg_freq) {
+			if (exchange(t) < 0)
+				return comm_failed(t, "all-reduce");
+			/* the end writes one anyway */
+			if (t->rank == 0 && t->step < o->steps &&
+			    round_checkpoint_due(t->step, o->agg_freq, o->checkpoint_every) &&
+			    save(t, NULL))
+				return 1;  /* the others then fail in a collective, naming rank 0 */
+		}
 		if (report(t, loss) < 0)
 			return comm_failed(t, "metrics");
 		if (t->rank == 0 && (long)t->step == hold_step)
@@ -522,7 +611,7 @@ static int run(struct trainer *t, const struct slotcomm_config *cfg)
 		return status;
 	t0 = clock_mono();
 	print_start(t);
-	status = t->o->resume ? resume(t) : 0;
+	status = t->o->resume != TRAIN_FRESH ? resume(t) : 0;
 	if (status < 0)
 		return 0;  /* rank 0 refused the checkpoint and is the one to fail */
 	if (status == 0)

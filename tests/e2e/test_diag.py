@@ -1,110 +1,95 @@
 # SPDX-License-Identifier: MIT
 """What slotrun collects about a worker it must kill (its processes' state,
-wait channel and native stack) never holds up the node's event loop: a slow
-stack source on one node must not make the other nodes call it lost.
+wait channel and stacks) never holds up the node's event loop, and a rank
+that does not stop for its stack to be taken holds up nothing: the other
+nodes must not call the collecting node lost.
 
 Two nodes in network namespaces (netns.Cluster), one slot each.  Rank 1
 ignores SIGTERM, so at the grace's end node 1 collects its diagnostics
-before the SIGKILL; the `eu-stack` found first in node 1's PATH is a stand-in
-that never answers, so the collection runs into its deadline.  Meanwhile the
-heartbeats must go on."""
+before the SIGKILL; its threads sit in uninterruptible sleep (stack_target
+blocked), so each is waited for and skipped.  Meanwhile the heartbeats must
+go on."""
 import os
+import re
 import signal
-import stat
 import time
 
-from harness import case, run
-from jobs import Job, clean_env, job_on
+from harness import binary, case, run
+from jobs import clean_env, job_on
 
+TARGET = binary("stack_target")
 HEARTBEAT = 2
 GRACE = 0.5
 OPTS = ["--join-timeout", "10", "--heartbeat-timeout", str(HEARTBEAT), "--grace", str(GRACE)]
 
-SLOW_EU_STACK = """#!/usr/bin/python3
-# SPDX-License-Identifier: MIT
-# A stack source that never answers: it notes that it was asked, then waits.
-import os, time
-open(os.path.join(os.environ["DIAG_DIR"], "asked.%s.%d" % (os.environ.get("DIAG_NODE", "1"), os.getpid())),
-     "w").close()
-time.sleep(120)
-"""
-
 RANK0 = ["sh", "-c", 'echo ready; while [ ! -e "$DIAG_DIR/go" ]; do sleep 0.05; done; '
          'echo "bad batch" >&2; exit 3']
-# Many threads make a process slow to take a stack of; this one also
-# ignores SIGTERM, as a rank stuck in a collective does.
-RANK1 = ["python3", "-c",
-         "import signal, threading, time\n"
-         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-         "for _ in range(16): threading.Thread(target=time.sleep, args=(120,), daemon=True).start()\n"
-         "print('ready', flush=True)\n"
-         "time.sleep(120)\n"]
+# A rank stuck in a collective ignores SIGTERM; this one's threads are
+# also in uninterruptible sleep, which no tracer can stop.
+RANK1 = [TARGET, "--stubborn", "blocked", "3"]
 
 
-def slow_stack_path(d):
-    bin_dir = os.path.join(d, "bin")
-    os.mkdir(bin_dir)
-    path = os.path.join(bin_dir, "eu-stack")
-    with open(path, "w") as f:
-        f.write(SLOW_EU_STACK)
-    os.chmod(path, stat.S_IRWXU)
-    return bin_dir
+def traced(pid):
+    """Whether a thread of pid has a tracer now."""
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                if re.search(r"^TracerPid:\s*[1-9]", f.read(), re.M):
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def ready_pid(out):
+    m = re.search(rb"\] ready (\d+)", out)
+    return int(m.group(1)) if m else None
 
 
 @case
-def slow_diagnostics_on_one_node_do_not_lose_it():
+def a_rank_that_does_not_stop_on_one_node_does_not_lose_it():
     with job_on(2, "dg") as job:
-        bin_dir = slow_stack_path(job.dir)
         for i, cmd in enumerate([RANK0, RANK1]):
             env = clean_env({"DIAG_DIR": job.dir, "SLOTRUN_JOB_SECRET": "diag-e2e-secret"})
-            if i == 1:
-                env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "/usr/bin:/bin")
             job.spawn(i, ["--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(job.cl.addrs),
                           "--slots", "1", *OPTS, "--", *cmd], env)
-        job.wait(lambda: all(b"[rank=%d] ready\n" % i in job.out(i) for i in range(2)), 30,
+        job.wait(lambda: all(b"[rank=%d] ready" % i in job.out(i) for i in range(2)), 30,
                  "both ranks ready")
         open(os.path.join(job.dir, "go"), "w").close()
         job.expect_exit([3, 3], timeout=60)
-        asked = [f for f in os.listdir(job.dir) if f.startswith("asked.")]
-        assert asked, "node 1 never asked for a stack: the case tests nothing\n" + job.describe()
         for i in range(2):
             assert b" lost" not in job.err(i), f"node {i} speaks of a lost node\n" + job.describe()
         job.assert_err_everywhere(f"job failed: rank 0 on node 0 ({job.cl.addr(0)}) exit 3", nodes=range(2))
         job.assert_err_everywhere("slotrun: | [rank=0] bad batch", nodes=range(2))
-        # what node 1 did collect is still shown
-        assert b"at the grace's end:" in job.err(1) and b"(python3) state " in job.err(1), job.describe()
+        # what node 1 did collect is shown, the threads it waited for too
+        e = job.err(1)
+        assert b"at the grace's end:" in e and b"(stack_target) state D" in e, job.describe()
+        assert b"did not stop within 0.2 s" in e, job.describe()
         job.assert_nothing_left()
 
 
 # Both signals a user's Ctrl-C may bring are ignored, as by a rank stuck in
 # a collective under a framework that handles SIGINT itself.
-STUBBORN = ["python3", "-c",
-            "import signal, time\n"
-            "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
-            "print('ready', flush=True)\n"
-            "time.sleep(120)\n"]
+STUBBORN = [TARGET, "--stubborn", "blocked", "3"]
 
 
 @case
 def a_second_ctrl_c_on_the_chief_cuts_every_node_s_collection_short():
     # The first SIGINT stops the job everywhere; at the grace's end each
-    # node collects before its SIGKILL, from a stack source that never
-    # answers.  The second SIGINT means "kill now": the chief gets it
-    # itself, a member through the job plane, and neither may sit out the
-    # collection's deadline (launcher/diag.h: 8 s).
+    # node collects before its SIGKILL, from a rank whose threads do not
+    # stop.  The second SIGINT means "kill now": the chief gets it itself, a
+    # member through the job plane, and neither may sit out the collection.
     with job_on(2, "dc") as job:
-        bin_dir = slow_stack_path(job.dir)
         for i in range(2):
-            env = clean_env({"DIAG_DIR": job.dir, "DIAG_NODE": str(i), "SLOTRUN_JOB_SECRET": "diag-e2e-secret"})
-            env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+            env = clean_env({"SLOTRUN_JOB_SECRET": "diag-e2e-secret"})
             job.spawn(i, ["--nnodes", "2", "--node-rank", str(i), "--addrs", ",".join(job.cl.addrs),
                           "--slots", "1", *OPTS, "--", *STUBBORN], env)
-        job.wait(lambda: all(b"[rank=%d] ready\n" % i in job.out(i) for i in range(2)), 30,
-                 "both ranks ready")
+        job.wait(lambda: all(ready_pid(job.out(i)) for i in range(2)), 30, "both ranks ready")
+        pids = [ready_pid(job.out(i)) for i in range(2)]
         job.procs[0].p.send_signal(signal.SIGINT)
-        job.wait(lambda: all(any(f.startswith("asked.%d." % i) for f in os.listdir(job.dir)) for i in range(2)),
-                 30, "both nodes collecting their stacks")
+        seen = set()
+        job.wait(lambda: seen.update(i for i in range(2) if traced(pids[i])) or len(seen) == 2,
+                 30, "both nodes taking their stacks")
         job.procs[0].p.send_signal(signal.SIGINT)
         second = time.monotonic()
         job.expect_exit([130, 130], timeout=30)

@@ -129,6 +129,24 @@ def sigterm_during_the_backoff_stops_at_once():
 
 
 @case
+def sigterm_while_a_failed_attempt_stops_does_not_restart():
+    """Rank 0 fails; rank 1 takes its time over the SIGTERM that follows.
+    The user's SIGTERM meanwhile asks the job to stop: no attempt 2 (it
+    restarted before), and the status is still the failure's."""
+    ready = os.path.join(TMP, "slow.ready")
+    slow = ["sh", "-c", f'if [ "$RANK" = 0 ]; then while [ ! -e {ready} ]; do sleep 0.05; done; exit 1; fi; '
+            f'trap "echo leaving; sleep 1; exit 0" TERM; echo waiting; touch {ready}; '
+            'while :; do sleep 0.1; done']
+    with running(slotrun("--slots", "2", "--grace", "10", "--max-restarts", "2", "--restart-delay", "0", "--",
+                         *slow)) as p:
+        p.wait_line("[rank=1] leaving", timeout=20)
+        p.signal(signal.SIGTERM)
+        code, out, err = finish(p, timeout=30)
+    assert code == 1, err
+    assert "attempt 2" not in err and out.count("[rank=1] waiting") == 1, (out, err)
+
+
+@case
 def log_files_are_appended_after_a_marker():
     d = os.path.join(TMP, "logs")
     code, _, err = finish(slotrun("--slots", "2", "--max-restarts", "1", "--restart-delay", "0",
@@ -167,10 +185,9 @@ def checksum(out):
 def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
     ck = os.path.join(TMP, "ck")
     env = {"SLOTRUN_TIMEOUT": "30"}
-    # the loop a job script runs: resume whenever there is a checkpoint
+    # one command line for every attempt: resume whenever there is a checkpoint
     body = ('[ "$SLOTRUN_RESTART_COUNT" = 0 ] && [ -n "$HOLD" ] && export NCCL_WORKER_TEST_HOLD_AFTER_STEP=$HOLD; '
-            f'exec {TRAIN} {" ".join(MODEL)} --checkpoint-dir {ck} '
-            f'$([ -e {ck}/train.ckpt ] && echo --resume)')
+            f'exec {TRAIN} {" ".join(MODEL)} --checkpoint-dir {ck} --resume-if-present')
     straight = slotrun("--slots", "3", "--master-port", str(free_port()), "--", TRAIN, *MODEL,
                        "--checkpoint-dir", os.path.join(TMP, "straight"), env=env)
     code, out, err = finish(straight)
@@ -198,7 +215,7 @@ def train_resumes_from_its_checkpoint_after_a_crash_between_checkpoints():
         code, out, err = finish(p)
     assert code == 0, err[-3000:]
     assert "attempt 2 of 2 in 0 s, after rank 1 on node 0 (127.0.0.1) exit 137 (SIGKILL)" in err, err[-3000:]
-    assert out.count("[rank=0] resumed from ") == 2, out[-3000:]
+    assert out.count("[rank=0] resumed at step 4 from ") == 2, out[-3000:]
     assert checksum(out) == want
 
 

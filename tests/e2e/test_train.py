@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of `slotcomm_train` (examples/train) under the built slotrun: the batch
-split, chief-only metrics, synchronized preemption, checkpoints, a
-resumed run ending bit for bit where an uninterrupted one does, and ranks
-given different options failing at start."""
+split, chief-only metrics, synchronized preemption, checkpoints (periodic ones too), a
+resumed run ending bit for bit where an uninterrupted one does, a resume at another world
+size (a round of an elastic job: after a preemption, after a lost rank, with gradients
+pending), --resume-if-present, ranks given different options failing at start, and ranks
+whose parameters differ at the end named on every rank."""
 
+import array
 import os
 import re
 import shlex
 import shutil
 import signal
+import struct
 import tempfile
 import time
 
@@ -66,11 +70,12 @@ def help_and_bad_flags_in_one_line():
     assert code == 0 and err == b"", (code, err)
     for flag in (b"--steps", b"--grad-bytes", b"--global-batch-size", b"--aggregation-frequency",
                  b"--fp16-compress", b"--no-average-metrics", b"--checkpoint-dir", b"--resume",
-                 b"--seed"):
+                 b"--seed", b"--checkpoint-every", b"--resume-if-present"):
         assert flag in out, flag
     need = ["--steps", "2", "--grad-bytes", "64", "--global-batch-size", "4", "--checkpoint-dir", "d"]
     for bad in (["--steps", "0"], ["--grad-bytes", "6"], ["--aggregation-frequency", "x"],
-                ["--bogus"], ["--seed", "-1"], ["extra"], ["--steps"]):
+                ["--bogus"], ["--seed", "-1"], ["extra"], ["--steps"], ["--checkpoint-every", "x"],
+                ["--checkpoint-every", "-4"], ["--resume", "--resume-if-present"]):
         code, out, err = run_cmd([TRAIN, *need, *bad])
         assert code == 2 and out == b"" and err.count(b"\n") == 1, (bad, code, err)
         assert err.startswith(b"slotcomm_train: "), err
@@ -153,8 +158,9 @@ def preempt_resume_equals_uninterrupted(args, hold, k, name):
     assert re.search(rb"^\[rank=0\] checkpoint .*/train.ckpt: step %d, %d steps accumulated" %
                      (hold, hold % k), out, re.M), out[-2000:]
     resumed, _ = ok(3, [*args, "--checkpoint-dir", ckdir(name), "--resume"])
-    assert b"[rank=0] resumed from " in resumed and b"at step %d, %d steps accumulated" % (
-        hold, hold % k) in resumed, resumed[-2000:]
+    line = b"[rank=0] resumed at step %d from %s/train.ckpt, %d step%s accumulated\n" % (
+        hold, ckdir(name).encode(), hold % k, b"" if hold % k == 1 else b"s")
+    assert line in resumed, resumed[-2000:]
     assert min(losses(resumed)) == hold + 1, "the resumed run starts after the checkpoint"
     straight, _ = ok(3, [*args, "--checkpoint-dir", ckdir(name + "-straight")])
     assert checksum(resumed) == checksum(straight), (resumed[-600:], straight[-600:])
@@ -183,6 +189,14 @@ def preempt_and_resume_fp16_compressed():
     assert half != checksum(full), "fp16 rounding changes the parameters"
 
 
+def signal_rank(rank, tag, sig):
+    """Sends sig to the slotcomm_train of this rank in the job started with
+    TRAIN_TEST=tag."""
+    victims = pids_with_env("slotcomm_train", RANK=str(rank), TRAIN_TEST=tag)
+    assert len(victims) == 1, victims
+    os.kill(victims[0], sig)
+
+
 @case
 def sigusr1_to_one_rank_stops_every_rank_after_the_same_step():
     # No test hook: the signal reaches rank 2 alone, at whatever step it is
@@ -191,9 +205,7 @@ def sigusr1_to_one_rank_stops_every_rank_after_the_same_step():
     args = ["--grad-bytes", "4K", "--global-batch-size", "99", "--aggregation-frequency", "2"]
     p = start(3, ["--steps", "1000000", *args, "--checkpoint-dir", ckdir("usr1")], {"TRAIN_TEST": tag})
     p.wait_line(b"[rank=0] step 3 loss ", timeout=60)
-    victims = pids_with_env("slotcomm_train", RANK="2", TRAIN_TEST=tag)
-    assert len(victims) == 1, victims
-    os.kill(victims[0], signal.SIGUSR1)
+    signal_rank(2, tag, signal.SIGUSR1)
     code = p.finish(60)
     assert code == 0, (code, p.err[-2000:])
     stops = {r: [l for l in lines_of(p.out, r) if l.startswith(b"preempted at step ")]
@@ -230,7 +242,9 @@ def damaged_or_mismatched_checkpoint_is_refused_with_one_line():
     again = [*args, "--checkpoint-dir", d, "--resume"]
     refused(2, [*again, "--seed", "1"], 2, b"written with --seed 0, this run has 1")
     refused(2, [*again, "--fp16-compress"], 2, b"without --fp16-compress, this run has it")
-    refused(3, again, 2, b"written by 2 ranks, this run has 3")
+    # at another world size too: the global batch binds, the world size does not
+    batch24 = [x if x != "12" else "24" for x in again]
+    refused(3, batch24, 2, b"written with --global-batch-size 12, this run has 24")
     refused(2, [*again, "--steps", "2"], 2, b"at step 3, past --steps 2")
     with open(path, "r+b") as f:
         f.seek(len(good) // 2)
@@ -245,7 +259,11 @@ def damaged_or_mismatched_checkpoint_is_refused_with_one_line():
     with open(path, "wb") as f:
         f.write(good)
     out, _ = ok(2, again)
-    assert b"resumed from" in out and losses(out) == {}, out
+    assert b"resumed at step 3 from" in out and losses(out) == {}, out
+    # and at another world size (refused before: "written by 2 ranks, this run has 3")
+    out, _ = ok(3, again)
+    assert b"[rank=0] resumed at step 3 from %s (world size 2 -> 3, per-slot batch 6 -> 4), " \
+        b"0 steps accumulated\n" % path.encode() in out, out
 
 
 def start_differing(args, odd_args, name):
@@ -282,6 +300,174 @@ def ranks_with_different_options_fail_at_start_naming_both():
         assert re.search(r"rank 1 \(local rank 1, pid \d+\): exit 2\b", err) or \
             re.search(r"job failed: rank 1 .* exit 2\b", err), err[-2000:]
         assert b"step 1 loss" not in p.out, p.out
+
+
+def resumed_line(out):
+    m = re.search(rb"^\[rank=0\] (resumed at step .*)$", out, re.M)
+    assert m, out[-2000:]
+    return m.group(1)
+
+
+def split_warning(err, global_batch, slots, dropped):
+    want = b"[rank=0] slotcomm_train: warning: global batch %d does not divide over %d slots: " \
+        b"%d samples of every step dropped\n" % (global_batch, slots, dropped)
+    return want in err
+
+
+def resume_twice(slots, args, name):
+    """Resumes from ckdir(name)'s checkpoint on `slots` slots, twice from the
+    same file (each run replaces it at its end): both runs' outputs."""
+    path = os.path.join(ckdir(name), "train.ckpt")
+    keep = open(path, "rb").read()
+    runs = []
+    for _ in range(2):
+        with open(path, "wb") as f:
+            f.write(keep)
+        code, out, err = train(slots, [*args, "--checkpoint-dir", ckdir(name), "--resume-if-present"])
+        assert code == 0, (code, err[-2000:])
+        runs.append((out, err))
+    return runs
+
+
+# An elastic job's rounds: 6 slots, then 4, one command line (--resume-if-present).
+ELASTIC = ["--steps", "12", *MODEL, "--checkpoint-every", "4"]
+
+
+@case
+def a_round_on_4_slots_goes_on_from_a_6_slot_preemption():
+    # the first round: no checkpoint yet, periodic ones at 4 and 8, stopped after step 10
+    out = preempt([*ELASTIC, "--resume-if-present"], 10, "elastic", slots=6)
+    assert b"[rank=0] no checkpoint %s/train.ckpt yet: starting at step 0\n" % \
+        ckdir("elastic").encode() in out, out[-2000:]
+    saved = re.findall(rb"^\[rank=0\] checkpoint \S+/train.ckpt: step (\d+), 0 steps", out, re.M)
+    assert saved == [b"4", b"8", b"10"], saved
+    # the next round: 99 over 4 slots is 24 each, 3 dropped (16 each, 3 dropped over 6)
+    (out, err), (again, _) = resume_twice(4, ELASTIC, "elastic")
+    assert resumed_line(out) == b"resumed at step 10 from %s/train.ckpt (world size 6 -> 4, " \
+        b"per-slot batch 16 -> 24), 0 steps accumulated" % ckdir("elastic").encode(), out[-2000:]
+    assert lines_of(out, 0)[0] == b"per-slot batch 24 (global 99 over 4 slots, 3 dropped)", out
+    assert split_warning(err, 99, 4, 3), err[-2000:]
+    assert sorted(losses(out)) == [11, 12], sorted(losses(out))
+    assert b"final step=12 " in out
+    # every rank agreed (exit 0 with the final line); the round repeats itself
+    assert checksum(out) == checksum(again)
+
+
+@case
+def a_round_after_a_lost_rank_goes_on_from_the_periodic_checkpoint():
+    # No orderly stop: rank 3 is killed after step 9 (rank 0 holds there), so
+    # the last periodic checkpoint, step 8, is what the next round has.
+    tag = f"L{os.getpid()}"
+    args = [*ELASTIC, "--aggregation-frequency", "2", "--checkpoint-dir", ckdir("lost")]
+    p = start(6, args, {"NCCL_WORKER_TEST_HOLD_AFTER_STEP": "9", "TRAIN_TEST": tag})
+    p.wait_line(b"[rank=0] step 9 loss ", timeout=60)
+    signal_rank(3, tag, signal.SIGKILL)
+    code = p.finish(60)
+    assert code == 137, (code, p.err[-2000:])
+    assert b"preempted" not in p.out and b"final step" not in p.out
+    saved = re.findall(rb"^\[rank=0\] checkpoint \S+/train.ckpt: step (\d+)", p.out, re.M)
+    assert saved == [b"4", b"8"], saved
+    out, _ = ok(4, [*ELASTIC, "--aggregation-frequency", "2", "--checkpoint-dir", ckdir("lost"),
+                    "--resume-if-present"])
+    assert resumed_line(out) == b"resumed at step 8 from %s/train.ckpt (world size 6 -> 4, " \
+        b"per-slot batch 16 -> 24), 0 steps accumulated" % ckdir("lost").encode(), out[-2000:]
+    assert sorted(losses(out)) == [9, 10, 11, 12] and b"final step=12 " in out, out[-2000:]
+
+
+def crc32c(data):
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def f32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+def folded_as_same_world(src, dst, world):
+    """Writes into dst the checkpoint a run of `world` ranks would have
+    written with every rank's accumulator equal to what a run at that world
+    size folds src's into (ckpt.h's layout; ckpt_acc_mean's arithmetic: a
+    float32 sum in rank order, then a float32 division; each operation in
+    double, rounded once to float32, is the float32 operation)."""
+    b = open(os.path.join(src, "train.ckpt"), "rb").read()
+    grad, old_world = struct.unpack_from("<QQ", b, 24)[0], struct.unpack_from("<I", b, 40)[0]
+    n = grad // 4
+    accs = [array.array("f", b[64 + grad * (1 + r):64 + grad * (2 + r)]) for r in range(old_world)]
+    mean = array.array("f", [0.0] * n)
+    for i in range(n):
+        acc = 0.0
+        for r in range(old_world):
+            acc = f32(acc + accs[r][i])
+        mean[i] = f32(acc / old_world)
+    body = bytearray(b[:64 + grad])
+    struct.pack_into("<I", body, 40, world)
+    body += mean.tobytes() * world
+    body += struct.pack("<I", crc32c(body))
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(dst, "train.ckpt"), "wb") as f:
+        f.write(body)
+
+
+@case
+def gradients_pending_at_another_world_size_are_folded():
+    # K = 4, stopped after step 6: each of 6 ranks has 2 steps of gradients
+    args = ["--steps", "12", *MODEL, "--aggregation-frequency", "4"]
+    out = preempt(args, 6, "fold", slots=6)
+    assert b"checkpoint %s/train.ckpt: step 6, 2 steps accumulated" % ckdir("fold").encode() in out
+    # the same state as 4 ranks that each hold the 6 accumulators' mean
+    folded_as_same_world(ckdir("fold"), ckdir("fold4"), 4)
+    out, _ = ok(4, [*args, "--checkpoint-dir", ckdir("fold"), "--resume"])
+    assert resumed_line(out) == b"resumed at step 6 from %s/train.ckpt (world size 6 -> 4, " \
+        b"per-slot batch 16 -> 24), 2 steps accumulated (the mean of 6 ranks' accumulators " \
+        b"on each of 4)" % ckdir("fold").encode(), out[-2000:]
+    # the folded steps count towards the next exchange: at step 8, then 12
+    m = COMM_RE.search(out)
+    assert m and int(m.group(4)) == 2, out[-1000:]
+    same, _ = ok(4, [*args, "--checkpoint-dir", ckdir("fold4"), "--resume"])
+    assert resumed_line(same).endswith(b"/train.ckpt, 2 steps accumulated"), same[-2000:]
+    assert checksum(out) == checksum(same)
+
+
+@case
+def resume_if_present_starts_fresh_and_periodic_checkpoints_change_nothing():
+    args = ["--steps", "7", *MODEL, "--aggregation-frequency", "2"]
+    plain, _ = ok(3, [*args, "--checkpoint-dir", ckdir("plain")])
+    fresh, _ = ok(3, [*args, "--checkpoint-every", "3", "--resume-if-present",
+                      "--checkpoint-dir", ckdir("fresh")])
+    assert b"[rank=0] no checkpoint %s/train.ckpt yet: starting at step 0\n" % \
+        ckdir("fresh").encode() in fresh, fresh[-2000:]
+    assert sorted(losses(fresh)) == list(range(1, 8))
+    # exchanges at 2, 4, 6 and the last step, 7: due after those holding 3 and 6
+    saved = re.findall(rb"^\[rank=0\] checkpoint \S+/train.ckpt: step (\d+), 0 steps", fresh, re.M)
+    assert saved == [b"4", b"6", b"7"], saved
+    assert checksum(fresh) == checksum(plain)
+    # the same command line again: the final checkpoint is there, nothing is left to run
+    again, _ = ok(3, [*args, "--checkpoint-every", "3", "--resume-if-present",
+                      "--checkpoint-dir", ckdir("fresh")])
+    assert b"resumed at step 7 from " in again and losses(again) == {}, again[-2000:]
+    assert checksum(again) == checksum(plain)
+
+
+@case
+def ranks_that_disagree_at_the_end_are_named_on_every_rank():
+    # Before, rank 0 alone compared (a gather), so the other ranks exited 0.
+    code, out, err = train(4, ["--steps", "3", *MODEL, "--checkpoint-dir", ckdir("disagree")],
+                           {"NCCL_WORKER_TEST_CORRUPT_RANK": "2"})
+    assert code == 1, (code, err[-2000:])
+    for r in range(4):
+        mine = [l for l in lines_of(err, r) if b"warning: global batch 99" not in l]
+        assert len(mine) == 1 and mine[0].startswith(
+            b"slotcomm_train: rank %d: the ranks disagree at the end: rank 2 of 4 differs from "
+            b"rank 0: rank 2 holds step 3 checksum " % r), (r, err[-2000:])
+    assert b"final step" not in out
 
 
 @case

@@ -109,6 +109,18 @@ def slotrun_stopped_by_sigterm():
 
 
 @case
+def slotrun_takes_a_hung_rank_s_stacks():
+    # the stack collector's threads, ptrace and libdwfl, under memcheck
+    vg = Memcheck()
+    code, out, err = vg.run(SR, "--slots", "1", "--grace", "1", "--hang-timeout", "2", "--", "sh", "-c",
+                            "echo up; exec sleep 60", environ=job_env(QUIET), timeout=120)
+    assert code == 124, (code, err)
+    assert b"when it was found hung:" in err and b"(sleep) state S" in err, err
+    assert b"nanosleep" in err, err
+    vg.check()
+
+
+@case
 def slotrun_log_dir_no_wrap_and_background_strays():
     vg = Memcheck()
     d = tempfile.mkdtemp()

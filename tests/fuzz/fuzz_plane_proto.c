@@ -7,7 +7,9 @@
  * PLANE_MAX_FRAME, within what we have) or -EMSGSIZE; a frame that decodes
  * encodes back to the same bytes (the format has one spelling per message,
  * so nothing a peer sends is read two ways); a JOIN's fields lie within it,
- * and its MAC check runs on whatever it holds. */
+ * and its MAC check runs on whatever it holds; every frame is also opened
+ * as a sealed one (plane_open_frame), which fails or leaves a frame 16
+ * bytes shorter, and never reads outside it. */
 #include <errno.h>
 #include <string.h>
 
@@ -32,6 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		FUZZ_CHECK(len > 4 && len <= 4 + PLANE_MAX_FRAME && (size_t)len <= size - off);
+		{
+			struct plane_seal s;
+			long plain;
+
+			plane_seal_init(&s, "secret", nonce, nonce, false);
+			memcpy(again, data + off, (size_t)len);
+			plain = plane_open_frame(&s, again, (size_t)len);
+			FUZZ_CHECK(plain == -EBADMSG || plain == len - AUTH_TAG_LEN);
+		}
 		if (plane_decode(data + off, (size_t)len, m) == 0) {
 			int n = plane_encode(m, again, sizeof(again));
 

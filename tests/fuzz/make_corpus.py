@@ -85,13 +85,30 @@ def cause(kind=1, node=1, rank=3, code=4, host="10.0.0.2", text="", tail="boom\n
 
 
 NONCE, MAC = bytes(range(32)), bytes(range(32, 64))
-join = struct.pack(">iiiiii", 1, 2, 2, 4, 0, 5000) + pstr("0.1.0") + pstr("node1")
+# the join: rank, nodes, slots, world, --max-restarts, --heartbeat-timeout (ms), version, host,
+# MIN, --settle-time (ms), --admit, the slotrun's id, the round it was in, the restarts then
+join = (struct.pack(">iiiiii", 1, 2, 2, 4, 0, 5000) + pstr("0.1.0") + pstr("node1")
+        + struct.pack(">iiB", 2, 10000, 0) + bytes(range(16)) + struct.pack(">ii", 0, 0))
+
+
+def start(rnd=1, restarts=0, nnodes=2, rank=1, base=2, world=4, master="", why="", cand=()):
+    """START's round: its numbers, the chief's address, why, the next chiefs."""
+    return (struct.pack(">iiiiii", rnd, restarts, nnodes, rank, base, world) + pstr(master) + pstr(why)
+            + struct.pack(">B", len(cand)) + b"".join(struct.pack(">i", r) + pstr(h) for r, h in cand))
+
+
 put("plane_proto", "handshake", frame(1, b"slotrun-plane/1\0" + NONCE) + frame(2, NONCE + MAC + join)
-    + frame(3, MAC) + frame(5))
+    + frame(3, MAC) + frame(5, start()))
+put("plane_proto", "elastic_round", frame(5, start(3, 1, 3, 2, 4, 6, "10.0.0.2", "node 0 (10.0.0.1) lost: "
+                                                   "connection closed", ((1, "10.0.0.3"), (2, "10.0.0.4"))))
+    + frame(15, struct.pack(">ii", 0, 0) + cause(kind=4, host="10.0.0.5"))
+    + frame(13, struct.pack(">i", 1) + cause(kind=3) + pstr("1 node left, fewer than --nnodes' MIN 2")))
+put("plane_proto", "start_rank_outside", frame(5, start(1, 0, 2, 2)))
+put("plane_proto", "start_too_many_candidates", frame(5, start(cand=tuple((1, "h") for _ in range(9)))))
 put("plane_proto", "refuse", frame(4, pstr("wrong secret")))
 put("plane_proto", "abort", frame(6, struct.pack(">i", 2) + pstr("node 2 says 3 slots")))
 put("plane_proto", "fail_stop_end", frame(7, cause()) + frame(10, struct.pack(">ii", 0, 1) + cause())
-    + frame(13, struct.pack(">i", 4) + cause()))
+    + frame(13, struct.pack(">i", 4) + cause() + pstr("")))
 put("plane_proto", "signals", frame(8, struct.pack(">i", 15)) + frame(9, struct.pack(">i", 10))
     + frame(11, struct.pack(">ii", 10, 2)) + frame(12, struct.pack(">i", 0)) + frame(14))
 put("plane_proto", "bad_magic", frame(1, b"slotrun-plane/2\0" + NONCE))
@@ -103,7 +120,8 @@ put("plane_proto", "string_with_nul", frame(4, pstr(b"a\0b")))
 put("plane_proto", "bad_cause_kind", frame(7, cause(kind=9)))
 put("plane_proto", "blamed_cause", frame(7, cause(message="peer rank 5 did not answer", blamed=1, culprit=5,
                                                   culprit_node=-1))
-    + frame(13, struct.pack(">i", 1) + cause(blamed=1, culprit=5, culprit_node=2, culprit_host="10.0.0.3")))
+    + frame(13, struct.pack(">i", 1) + cause(blamed=1, culprit=5, culprit_node=2, culprit_host="10.0.0.3")
+            + pstr("")))
 put("plane_proto", "bad_cause_blamed", frame(7, cause(blamed=2)))
 put("plane_proto", "signal_out_of_range", frame(8, struct.pack(">i", 4096)))
 put("plane_proto", "half_frame", frame(14)[:3])

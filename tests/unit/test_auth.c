@@ -51,3 +51,35 @@ LEAK_TEST(auth, a_known_hmac_sha256_vector)
 	auth_mac(mac, "k", "l", a, b, NULL, 0);
 	cr_assert_arr_eq(mac, want, AUTH_MAC_LEN);
 }
+
+LEAK_TEST(auth, a_tag_checks_for_its_key_direction_number_and_bytes_only)
+{
+	unsigned char key[AUTH_KEY_LEN], other[AUTH_KEY_LEN], tag[AUTH_TAG_LEN];
+
+	auth_mac(key, "s3cret", "session", n1, n2, NULL, 0);
+	auth_mac(other, "s3cret", "session", n2, n1, NULL, 0);
+	auth_tag(tag, key, 'C', 7, "frame", 5);
+	cr_assert(auth_tag_check(tag, key, 'C', 7, "frame", 5));
+	cr_assert(!auth_tag_check(tag, other, 'C', 7, "frame", 5), "another connection's key");
+	cr_assert(!auth_tag_check(tag, key, 'N', 7, "frame", 5), "the other direction");
+	cr_assert(!auth_tag_check(tag, key, 'C', 6, "frame", 5), "a replayed number");
+	cr_assert(!auth_tag_check(tag, key, 'C', 8, "frame", 5), "a later number");
+	cr_assert(!auth_tag_check(tag, key, 'C', 7, "framE", 5), "other bytes");
+	cr_assert(!auth_tag_check(tag, key, 'C', 7, "fram", 4), "fewer bytes");
+	tag[0] ^= 0x80;
+	cr_assert(!auth_tag_check(tag, key, 'C', 7, "frame", 5), "one bit flipped");
+}
+
+LEAK_TEST(auth, a_known_tag_vector)
+{
+	/* HMAC-SHA256(key 32 x 0x02; "C" || 00 00 00 00 00 00 01 02 || "abc")
+	 * cut to 16 bytes, computed independently with Python's hmac module */
+	static const unsigned char want[AUTH_TAG_LEN] = {
+		0x96, 0x29, 0xa0, 0x73, 0x39, 0xbb, 0xcf, 0x1e, 0x0d, 0x9c, 0xd2, 0x1d, 0xea, 0xac, 0x76, 0x19,
+	};
+	unsigned char key[AUTH_KEY_LEN], tag[AUTH_TAG_LEN];
+
+	memset(key, 2, sizeof(key));
+	auth_tag(tag, key, 'C', 0x102, "abc", 3);
+	cr_assert_arr_eq(tag, want, AUTH_TAG_LEN);
+}

@@ -1108,7 +1108,7 @@ CI_TEST(ci, malformed_flags_and_variables)
 		{ 6, "a b", "expected the chief's host name" },
 		{ 6, "?", "expected the chief's host name" },
 		{ 6, "-x", "expected the chief's host name" },
-		{ 0, "1:3", "an elastic range of node counts is not supported" },
+		{ 0, "3:1", "the elastic range's MIN is above its MAX" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
@@ -1380,8 +1380,7 @@ CI_TEST(ci, torchrun_env_equal_elastic_range_is_a_count)
 CI_TEST(ci, torchrun_env_errors)
 {
 	static const struct { const char *var, *value, *want; } bad[] = {
-		{ "PET_NNODES", "1:4", "an elastic range of node counts is not supported" },
-		{ "PET_NNODES", "4:1", "elastic range" },
+		{ "PET_NNODES", "4:1", "the elastic range's MIN is above its MAX" },
 		{ "PET_NNODES", "0:0", "expected a node count in 1..65536" },
 		{ "PET_NNODES", "2:", "expected a node count" },
 		{ "PET_NNODES", ":2", "expected a node count" },
@@ -1703,7 +1702,84 @@ CI_TEST(ci, torchrun_flag_spellings)
 	cr_assert_eq(CI.master_port, 29555);
 	cr_assert_str_eq(CI.addrs[0], "10.0.0.1");
 	FL.nnodes = "1:4";
-	FAILS("--nnodes '1:4': an elastic range of node counts is not supported", "'4'");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 4);
+	cr_assert_eq(CI.nnodes_min, 1);
+	FL.nnodes = "4:1";
+	FAILS("--nnodes '4:1': the elastic range's MIN is above its MAX", "'1:4'");
+}
+
+CI_TEST(ci, an_elastic_range_needs_only_the_chief)
+{
+	FL.nnodes = "2:3";
+	FL.master_addr = "10.0.0.1";
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 3);
+	cr_assert_eq(CI.nnodes_min, 2);
+	cr_assert(!CI.rank_given, "no source named a rank: the chief assigns it");
+	cr_assert_eq(CI.node_rank, 0);
+	cr_assert_str_eq(CI.addrs[0], "10.0.0.1");
+	cr_assert_str_eq(CI.addrs[2], CI_ADDR_UNKNOWN);
+	cr_assert_eq(CI.slot_counts[2], CI.slots);
+	/* a rank given is a preference, within MAX */
+	FL.node_rank = "2";
+	load_ok(0);
+	cr_assert(CI.rank_given);
+	cr_assert_eq(CI.node_rank, 2);
+	FL.node_rank = "3";
+	FAILS("--node-rank '3' is out of range: --nnodes '2:3' allows at most 3 nodes (0..2)");
+	/* a fixed count still needs a rank, and says so */
+	reset();
+	FL.nnodes = "3:3";
+	FL.master_addr = "10.0.0.1";
+	FAILS("no source names this node's rank");
+}
+
+CI_TEST(ci, an_elastic_range_takes_a_list_of_up_to_max_nodes)
+{
+	env("SLOTRUN_NNODES", "1:4");
+	env("SLOTRUN_ADDRS", "n[0-1]");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 4);
+	cr_assert_eq(CI.nnodes_min, 1);
+	cr_assert_str_eq(CI.addrs[0], "n0");
+	cr_assert_str_eq(CI.addrs[1], "n1");
+	cr_assert_str_eq(CI.addrs[3], CI_ADDR_UNKNOWN);
+	cr_assert_eq(CI.src_addrs, CI_SRC_SLOTRUN_ENV);
+	env("SLOTRUN_ADDRS", "n[0-4]");
+	FAILS("SLOTRUN_ADDRS 'n[0-4]' (5 addresses) names more nodes than SLOTRUN_NNODES '1:4' allows (at most 4)");
+	reset();
+	FL.nnodes = "1:4";
+	env("SLOTRUN_ADDRS", "n[0-4]");
+	FAILS("SLOTRUN_ADDRS 'n[0-4]' (5 addresses) names more nodes than --nnodes '1:4' allows (at most 4)");
+}
+
+CI_TEST(ci, an_elastic_range_refuses_what_it_cannot_place)
+{
+	FL.nnodes = "2:4";
+	FAILS("--nnodes '2:4' is an elastic job, but no source names the chief's address", "--master-addr");
+	FL.master_addr = "10.0.0.1";
+	FL.slots = "2,2,2,2";
+	FAILS("--slots '2,2,2,2' gives one count per node, which needs a fixed node count, not --nnodes '2:4'",
+	      "e.g. --slots 2");
+	reset();
+	env("SLOTRUN_NNODES", "1:3");
+	env("SLOTRUN_SLOTS", "4,2");
+	env("SLOTRUN_MASTER_ADDR", "h0");
+	FAILS("SLOTRUN_SLOTS '4,2' gives one count per node", "not SLOTRUN_NNODES '1:3'", "--slots 4");
+}
+
+CI_TEST(ci, torchrun_env_elastic_range)
+{
+	env("PET_NNODES", "1:4");
+	env("PET_MASTER_ADDR", "10.0.0.1");
+	env("PET_NPROC_PER_NODE", "2");
+	load_ok(0);
+	cr_assert_eq(CI.nnodes, 4);
+	cr_assert_eq(CI.nnodes_min, 1);
+	cr_assert_eq(CI.src_nnodes, CI_SRC_TORCHRUN);
+	cr_assert(!CI.rank_given);
+	cr_assert_eq(CI.slots, 2);
 }
 
 /* ---- source names ---- */

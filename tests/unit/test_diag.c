@@ -15,6 +15,7 @@
 #include "diag.h"
 #include "io.h"
 #include "leak_check.h"
+#include "stack_targets.h"
 #include "tmp_dir.h"
 
 /* A process to look at: sleep, in a process group of its own. */
@@ -51,22 +52,6 @@ static void stop_sleeper(pid_t pid)
 	waitpid(pid, NULL, 0);
 }
 
-/* An eu-stack that never answers: it leaves its pid in tmpdir/asked. */
-static void slow_eu_stack(void)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/eu-stack", tmpdir);
-	cr_assert_not_null(f = fopen(path, "w"));
-	fprintf(f, "#!/bin/sh\necho $$ > '%s/asked.tmp'; mv '%s/asked.tmp' '%s/asked'; exec sleep 60\n", tmpdir,
-		tmpdir, tmpdir);
-	fclose(f);
-	chmod(path, 0755);
-	snprintf(path, sizeof(path), "%s:/usr/bin:/bin", tmpdir);
-	setenv("PATH", path, 1);
-}
-
 static void on_done(void *arg)
 {
 	*(bool *)arg = true;
@@ -86,29 +71,13 @@ static void run_until(struct event_base *base, const bool *done, double seconds)
 	}
 }
 
-static pid_t asked_pid(void)
-{
-	char *s = io_read_file(tmp_path("asked"), 64);
-	pid_t pid = s ? (pid_t)atoi(s) : 0;
-
-	free(s);
-	return pid;
-}
-
-/* The tests set PATH (where eu-stack is found); the teardown needs rm. */
-static char *saved_path;
-
 static void setup(void)
 {
-	saved_path = strdup(getenv("PATH") ? getenv("PATH") : "/usr/bin:/bin");
-	cr_assert_not_null(saved_path);
 	tmp_dir_setup();
 }
 
 static void teardown(void)
 {
-	setenv("PATH", saved_path, 1);
-	free(saved_path);
 	tmp_dir_teardown();
 }
 
@@ -122,7 +91,6 @@ LEAK_TEST(diag, shows_state_and_wait_channel_of_each_root)
 	bool done = false;
 	char *t;
 
-	setenv("PATH", "/nonexistent", 1); /* no stacks */
 	cr_assert_eq(diag_start(&d, base, roots, 3, DIAG_DEADLINE, on_done, &done), 0);
 	cr_assert_not(done, "done comes on the loop, not from diag_start");
 	run_until(base, &done, 20);
@@ -133,6 +101,7 @@ LEAK_TEST(diag, shows_state_and_wait_channel_of_each_root)
 	t = diag_take(d, 1);
 	cr_assert_not_null(t);
 	cr_assert_not_null(strstr(t, "(sleep) state S, waiting in "), "%s", t);
+	cr_assert_not_null(strstr(t, "nanosleep"), "its native stack, named: %s", t);
 	cr_assert_null(diag_take(d, 1), "handed over once");
 	free(t);
 	diag_free(d);
@@ -171,7 +140,6 @@ LEAK_TEST(diag, a_process_name_cannot_forge_another_worker_s_lines)
 	}
 	roots[0] = named;
 	roots[1] = sleeper;
-	setenv("PATH", "/nonexistent", 1); /* no stacks */
 	cr_assert_eq(diag_start(&d, base, roots, 2, DIAG_DEADLINE, on_done, &done), 0);
 	run_until(base, &done, 20);
 	cr_assert(done);
@@ -191,61 +159,86 @@ LEAK_TEST(diag, a_process_name_cannot_forge_another_worker_s_lines)
 	event_base_free(base);
 }
 
-LEAK_TEST(diag, the_deadline_ends_a_slow_stack_and_keeps_what_was_collected)
+/* Two threads that never stop (state D), each waited for DIAG_THREAD_WAIT:
+ * past a deadline shorter than that, the collection ends with what it had
+ * (the process's line), and leaves nothing traced. */
+LEAK_TEST(diag, the_deadline_ends_a_slow_collection_and_keeps_what_was_collected)
 {
 	struct event_base *base = event_base_new();
-	pid_t sleeper = start_sleeper(), roots[1] = { sleeper }, asked;
+	pid_t target = stack_target(0, 2), roots[1] = { target };
 	struct diag *d;
 	bool done = false;
+	double t0;
 	char *t;
 
-	slow_eu_stack();
-	cr_assert_eq(diag_start(&d, base, roots, 1, 0.5, on_done, &done), 0);
+	t0 = clock_mono();
+	cr_assert_eq(diag_start(&d, base, roots, 1, 0.3, on_done, &done), 0);
 	run_until(base, &done, 20);
 	cr_assert(done);
-	asked = asked_pid();
-	cr_assert_gt(asked, 0, "the stack source was asked");
+	cr_assert_lt(clock_mono() - t0, 2 * DIAG_THREAD_WAIT + 5, "a bound on a broken deadline, not a timing");
 	t = diag_take(d, 0);
 	cr_assert_not_null(t);
-	cr_assert_not_null(strstr(t, "(sleep) state S"), "%s", t);
+	cr_assert_not_null(strstr(t, "state D"), "%s", t);
 	free(t);
 	diag_free(d);
-	/* the collector's group, the stack source with it, was killed (it is
-	 * init's to reap now: wait for that) */
-	for (double end = clock_mono() + 10; kill(asked, 0) == 0 && clock_mono() < end;)
-		usleep(10000);
-	cr_assert_eq(kill(asked, 0), -1, "the stack source %d still runs", (int)asked);
-	stop_sleeper(sleeper);
+	cr_assert(stack_target_untraced(target, 10), "the collection left %d threads traced",
+		  stack_target_traced(target));
+	stack_target_kill(target);
 	event_base_free(base);
 }
 
-LEAK_TEST(diag, freeing_a_running_collection_kills_it_without_done)
+LEAK_TEST(diag, freeing_a_running_collection_ends_it_without_done)
 {
 	struct event_base *base = event_base_new();
-	pid_t sleeper = start_sleeper(), roots[1] = { sleeper }, asked = 0;
+	pid_t target = stack_target(0, 2), roots[1] = { target };
 	struct diag *d;
 	bool done = false;
 
-	slow_eu_stack();
 	cr_assert_eq(diag_start(&d, base, roots, 1, DIAG_DEADLINE, on_done, &done), 0);
-	for (double end = clock_mono() + 20; !(asked = asked_pid()) && clock_mono() < end;) {
-		struct timeval tv = clock_tv(0.05);
-
-		event_base_loopexit(base, &tv);
-		event_base_dispatch(base);
-	}
-	cr_assert_gt(asked, 0, "the stack source was asked");
+	/* under way: a thread of the target is being waited for */
+	for (double end = clock_mono() + 10; stack_target_traced(target) <= 0 && clock_mono() < end;)
+		usleep(1000);
+	cr_assert_gt(stack_target_traced(target), 0, "the collection never traced the target");
 	diag_free(d);
 	cr_assert_not(done);
-	for (double end = clock_mono() + 10; kill(asked, 0) == 0 && clock_mono() < end;)
-		usleep(10000);
-	cr_assert_eq(kill(asked, 0), -1, "the stack source %d still runs", (int)asked);
-	stop_sleeper(sleeper);
+	cr_assert(stack_target_untraced(target, 10), "the collection left %d threads traced",
+		  stack_target_traced(target));
+	stack_target_kill(target);
 	event_base_free(base);
 }
 
-LEAK_TEST(diag, reaped_knows_only_its_collector)
+static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
-	cr_assert_not(diag_reaped(NULL, 1));
+	++*(int *)arg;
+}
+
+/* Two threads that do not stop are waited for DIAG_THREAD_WAIT each: the
+ * loop's timers fire all that while. */
+LEAK_TEST(diag, the_loop_goes_on_while_stacks_are_taken)
+{
+	struct event_base *base = event_base_new();
+	pid_t target = stack_target(0, 2), roots[1] = { target };
+	int ticks = 0;
+	struct event *tick = event_new(base, -1, EV_PERSIST, on_tick, &ticks);
+	struct timeval every = clock_tv(0.01);
+	struct diag *d;
+	bool done = false;
+	double t0 = clock_mono();
+
+	event_add(tick, &every);
+	cr_assert_eq(diag_start(&d, base, roots, 1, DIAG_DEADLINE, on_done, &done), 0);
+	run_until(base, &done, 20);
+	cr_assert(done);
+	cr_assert_geq(clock_mono() - t0, 2 * DIAG_THREAD_WAIT, "both threads were waited for");
+	cr_assert_geq(ticks, 10, "the loop ran %d times in %.2f s", ticks, clock_mono() - t0);
+	diag_free(d);
+	event_free(tick);
+	stack_target_kill(target);
+	event_base_free(base);
+}
+
+LEAK_TEST(diag, freeing_nothing_is_nothing)
+{
 	diag_free(NULL);
+	cr_assert_null(diag_take(NULL, 0));
 }

@@ -237,3 +237,54 @@ LEAK_TEST(options, a_python_script_runs_under_python3)
 	cr_assert_eq(parse(script, &o, err), OPT_RUN, "%s", err);
 	cr_assert_null(o.interpreter, "SLOTRUN_NO_PYTHON=1");
 }
+
+LEAK_TEST(options, metrics_and_timeline_flags_beat_their_variables)
+{
+	struct options o;
+	char err[512];
+	const char *e[] = { "SLOTRUN_METRICS_PORT=9000", "SLOTRUN_METRICS_FILE=/env.prom", "SLOTRUN_TIMELINE=/env.json",
+			    NULL };
+	const char *flags[] = { "slotrun", "--metrics-port", "127.0.0.1:9401", "--metrics-file", "/m.prom",
+				"--timeline", "/t.json", "cmd", NULL };
+	const char *none[] = { "slotrun", "cmd", NULL };
+
+	fake_env = e;
+	cr_assert_eq(parse(none, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.metrics_port, 9000);
+	cr_assert_null(o.metrics_addr, "every address");
+	cr_assert_str_eq(o.metrics_file, "/env.prom");
+	cr_assert_str_eq(o.timeline, "/env.json");
+	opt_free(&o);
+	cr_assert_eq(parse(flags, &o, err), OPT_RUN, "%s", err);
+	cr_assert_eq(o.metrics_port, 9401);
+	cr_assert_str_eq(o.metrics_addr, "127.0.0.1");
+	cr_assert_str_eq(o.metrics_file, "/m.prom");
+	cr_assert_str_eq(o.timeline, "/t.json");
+	opt_free(&o);
+	fake_env = NULL;
+	cr_assert_eq(parse(none, &o, err), OPT_RUN);
+	cr_assert_eq(o.metrics_port, 0, "off by default");
+	cr_assert_null(o.metrics_file);
+	cr_assert_null(o.timeline);
+}
+
+LEAK_TEST(options, a_bad_metrics_port_or_empty_path_is_one_line)
+{
+	struct options o;
+	char err[512];
+	const char *port[] = { "slotrun", "--metrics-port", "99999", "cmd", NULL };
+	const char *file[] = { "slotrun", "--timeline", "", "cmd", NULL };
+	const char *e[] = { "SLOTRUN_METRICS_PORT=x", NULL };
+	const char *none[] = { "slotrun", "cmd", NULL };
+
+	fake_env = NULL;
+	cr_assert_eq(parse(port, &o, err), -EINVAL);
+	cr_assert_str_eq(err, "--metrics-port '99999': expected a port from 0 to 65535, or ADDRESS:PORT "
+		    "(e.g. 9400, 127.0.0.1:9400, [::1]:9400)");
+	cr_assert_eq(parse(file, &o, err), -EINVAL);
+	cr_assert_str_eq(err, "--timeline: expected a path, got an empty string");
+	fake_env = e;
+	cr_assert_eq(parse(none, &o, err), -EINVAL);
+	cr_assert(strstr(err, "SLOTRUN_METRICS_PORT 'x'"), "%s", err);
+	fake_env = NULL;
+}

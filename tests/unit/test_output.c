@@ -355,3 +355,46 @@ Test(output, escape_keeps_well_formed_utf8_only)
 		free(s);
 	}
 }
+
+LEAK_TEST(output, a_count_takes_bytes_lines_and_the_newest_line)
+{
+	struct out_count c = { 0 };
+	char big[OUT_LAST_MAX + 50];
+
+	out_count_lines(&c, "[rank=0] a\n[rank=0] bc\n", 23, 5.0);
+	cr_assert_eq(c.bytes, 23);
+	cr_assert_eq(c.lines, 2);
+	cr_assert_float_eq(c.last_at, 5.0, 1e-9);
+	cr_assert_str_eq(c.last, "[rank=0] bc");
+	out_count_lines(&c, "x\n\n", 3, 6.0);
+	cr_assert_eq(c.lines, 4);
+	cr_assert_str_eq(c.last, "x", "empty lines at the end do not hide the last words");
+	out_count_lines(&c, "", 0, 7.0);
+	cr_assert_float_eq(c.last_at, 6.0, 1e-9, "no line: no time");
+	memset(big, 'y', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	out_count_lines(&c, big, sizeof(big), 8.0);
+	cr_assert_eq(c.last_len, OUT_LAST_MAX - 1, "the start of a long line");
+	cr_assert_eq(strlen(c.last), OUT_LAST_MAX - 1);
+}
+
+LEAK_TEST(output, a_counted_stream_counts_both_what_it_passes_on)
+{
+	int in[2];
+	struct out_stream *s = calloc(1, sizeof(*s));
+	struct out_count c = { 0 };
+
+	cr_assert_eq(pipe2(in, O_NONBLOCK | O_CLOEXEC), 0);
+	out_stream_init(s, in[0], NULL, -1, NULL);
+	out_stream_count(s, &c);
+	cr_assert_eq(write(in[1], "one\ntwo\nthr", 11), 11);
+	cr_assert_eq(out_stream_pump(s), OUT_PUMP_EMPTY);
+	cr_assert_eq(c.lines, 2);
+	cr_assert_eq(c.bytes, 8, "the unfinished line is not counted yet");
+	cr_assert_str_eq(c.last, "two");
+	close(in[1]);
+	cr_assert_eq(out_stream_pump(s), OUT_PUMP_CLOSED);
+	cr_assert_eq(c.lines, 3);
+	cr_assert_str_eq(c.last, "thr");
+	free(s);
+}

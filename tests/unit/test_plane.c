@@ -28,12 +28,14 @@ static struct {
 	bool ended;
 	int code;
 	struct plane_cause cause;
+	struct plane_round_info round;
 	int nsaid;
 	char said[16][PLANE_TEXT_MAX + 64];
 } rec;
 
-static void h_start(void *arg)
+static void h_start(void *arg, const struct plane_round_info *ri)
 {
+	rec.round = *ri;
 	(void)arg;
 	rec.started++;
 }
@@ -116,6 +118,11 @@ static struct {
 	bool eof;
 	const void *greet;  /* when set, every connection gets this and is closed */
 	size_t greet_len;
+	/* the handshake's seal (plane_seal): a fake chief seals after its
+	 * WELCOME and opens after the JOIN; a fake node seals after its JOIN
+	 * and opens after the WELCOME */
+	struct plane_seal seal;
+	bool chief, keyed, sealed_in, sealed_out;
 } peer = { .lfd = -1, .fd = -1 };
 
 static void on_peer_read(evutil_socket_t fd, short what, void *arg)
@@ -139,6 +146,7 @@ static void peer_watch(int fd)
 	peer.fd = fd;
 	peer.len = 0;
 	peer.eof = false;
+	peer.keyed = peer.sealed_in = peer.sealed_out = false;
 	cr_assert_eq(sock_set_nonblock(fd, 1), 0);
 	peer.ev_read = event_new(base, fd, EV_READ | EV_PERSIST, on_peer_read, NULL);
 	cr_assert_not_null(peer.ev_read);
@@ -229,16 +237,26 @@ static struct plane_msg next_msg(unsigned char *raw, size_t *rawlen)
 	struct plane_msg m;
 	long n;
 
+	long plain;
+
 	cr_assert(run_until(have_frame, WAIT), "no message from the plane");
 	n = plane_frame_len(peer.in, peer.len);
 	cr_assert_gt(n, 0, "the plane closed the connection instead");
-	cr_assert_eq(plane_decode(peer.in, (size_t)n, &m), 0);
+	plain = n;
+	if (peer.sealed_in) {
+		plain = plane_open_frame(&peer.seal, peer.in, (size_t)n);
+		cr_assert_gt(plain, 0, "a frame from the plane failed its seal");
+	}
+	cr_assert_eq(plane_decode(peer.in, (size_t)plain, &m), 0);
 	if (raw) {
-		memcpy(raw, peer.in, (size_t)n);
-		*rawlen = (size_t)n;
+		memcpy(raw, peer.in, (size_t)plain);
+		*rawlen = (size_t)plain;
 	}
 	memmove(peer.in, peer.in + n, peer.len - (size_t)n);
 	peer.len -= (size_t)n;
+	/* a fake node opens what comes after a WELCOME */
+	if (m.type == PLANE_WELCOME && peer.keyed && !peer.chief)
+		peer.sealed_in = true;
 	return m;
 }
 
@@ -257,13 +275,20 @@ static void peer_send_raw(const void *buf, size_t n)
 	cr_assert_eq(sock_send_all(peer.fd, buf, n, sock_deadline_in(WAIT)), 0);
 }
 
+/* Sealed once the handshake says so. */
 static void peer_send(const struct plane_msg *m)
 {
 	unsigned char frame[4 + PLANE_MAX_FRAME];
 	int n = plane_encode(m, frame, sizeof(frame));
 
 	cr_assert_gt(n, 0);
+	if (peer.sealed_out)
+		n = plane_seal(&peer.seal, frame, (size_t)n, sizeof(frame));
+	cr_assert_gt(n, 0);
 	peer_send_raw(frame, (size_t)n);
+	/* a fake chief seals what comes after its WELCOME */
+	if (m->type == PLANE_WELCOME && peer.keyed && peer.chief)
+		peer.sealed_out = true;
 }
 
 static bool peer_closed(void)
@@ -298,10 +323,17 @@ static char *addrs2[] = { "127.0.0.1", "127.0.0.1" };
 
 static struct plane_cfg node_cfg(int port, double join_timeout)
 {
-	return (struct plane_cfg){ .nnodes = 2, .node_rank = 1, .addrs = addrs2, .slot_counts = slots2,
+	return (struct plane_cfg){ .nnodes = 2, .nnodes_min = 2, .node_rank = 1, .role = PLANE_MEMBER, .slots = 1,
+				   .addrs = addrs2, .slot_counts = slots2,
 				   .world_size = 2, .control_port = port, .join_timeout = join_timeout,
 				   .hb_timeout = hb_timeout, .secret = SECRET };
 }
+
+/* What a chief of two nodes tells node 1 (one slot each). */
+static const struct plane_msg START1 = {
+	.type = PLANE_START,
+	.round = { .round = 1, .nnodes = 2, .node_rank = 1, .rank_base = 1, .world_size = 2 },
+};
 
 /* The fake chief listens; returns its port. */
 static int fake_chief(void)
@@ -337,6 +369,9 @@ static void chief_hello(unsigned char chief_nonce[AUTH_NONCE_LEN], struct plane_
 	peer_send(&chal);
 	*join = next_msg(raw, rawlen);
 	cr_assert_eq(join->type, PLANE_JOIN);
+	/* what the node sends after its JOIN is sealed */
+	plane_seal_init(&peer.seal, SECRET, chief_nonce, join->nonce, true);
+	peer.chief = peer.keyed = peer.sealed_in = true;
 }
 
 /* A chief that holds the secret lets the node in. */
@@ -498,7 +533,7 @@ LEAK_TEST_OPTS(plane_member, a_welcome_without_the_secret_is_not_trusted, .timeo
 	chief_hello(cn, &join, raw, &rawlen);
 	plane_welcome_mac("another secret", join.nonce, cn, welcome.mac);
 	peer_send(&welcome);
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_ended, WAIT));
 	cr_assert_eq(rec.code, 2);
 	cr_assert_eq(rec.started, 0, "a START from a chief that did not prove the secret");
@@ -516,7 +551,7 @@ LEAK_TEST_OPTS(plane_member, start_stop_and_end_from_the_chief, .timeout = 30)
 	struct plane_msg m;
 
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	cr_assert_eq(rec.nsaid, 0, "a start says nothing");
 
@@ -547,7 +582,7 @@ LEAK_TEST_OPTS(plane_member, a_chief_gone_after_the_start_stops_the_workers, .ti
 	struct plane *p = open_plane(&cfg);
 
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	peer_hangup();
 	cr_assert(run_until(has_stopped, WAIT));
@@ -558,6 +593,32 @@ LEAK_TEST_OPTS(plane_member, a_chief_gone_after_the_start_stops_the_workers, .ti
 	cr_assert(rec.ended);
 	cr_assert_eq(rec.code, 1);
 	cr_assert_eq(rec.cause.kind, PLANE_CAUSE_LOST);
+	plane_close(p);
+}
+
+/* After the handshake every frame is sealed: one that fails its seal (a
+ * replay of the last one here) loses the chief, as a close would. */
+LEAK_TEST_OPTS(plane_member, a_replayed_frame_from_the_chief_drops_it, .timeout = 30)
+{
+	struct plane_cfg cfg = node_cfg(fake_chief(), 10.0);
+	struct plane *p = open_plane(&cfg);
+	unsigned char frame[4 + PLANE_MAX_FRAME];
+	int n;
+
+	chief_welcome();
+	n = plane_encode(&START1, frame, sizeof(frame));
+	n = plane_seal(&peer.seal, frame, (size_t)n, sizeof(frame));
+	cr_assert_gt(n, 0);
+	peer_send_raw(frame, (size_t)n);
+	cr_assert(run_until(has_started, WAIT));
+	peer_send_raw(frame, (size_t)n); /* the same START again */
+	cr_assert(run_until(has_stopped, WAIT), "the node obeyed a replayed frame");
+	assert_said("slotrun: stopping this node's workers: node 0 (127.0.0.1) lost: it sent a message that "
+		    "failed authentication (forged, replayed or reordered)");
+	cr_assert_eq(rec.started, 1);
+	cr_assert(run_until(peer_closed, WAIT), "the node kept the connection");
+	plane_local_done(p, 143);
+	cr_assert_eq(rec.code, 1);
 	plane_close(p);
 }
 
@@ -572,6 +633,7 @@ static struct plane_cfg chief_cfg(int port)
 	struct plane_cfg c = node_cfg(port, 10.0);
 
 	c.node_rank = 0;
+	c.role = PLANE_CHIEF;
 	c.addrs = chief_addrs;
 	return c;
 }
@@ -627,6 +689,9 @@ static void node_join(const struct plane_msg *chal, const char *secret)
 	n = plane_make_join(secret, chal->nonce, nn, &j, frame, sizeof(frame));
 	cr_assert_gt(n, 0);
 	peer_send_raw(frame, (size_t)n);
+	plane_seal_init(&peer.seal, secret, chal->nonce, nn, false);
+	peer.chief = false;
+	peer.keyed = peer.sealed_out = true;
 }
 
 LEAK_TEST_OPTS(plane_chief, a_stranger_s_garbage_is_dropped_and_the_job_goes_on, .timeout = 30)
@@ -737,6 +802,31 @@ LEAK_TEST_OPTS(plane_chief, a_whole_job_ends_on_both_nodes_with_one_status, .tim
 	plane_close(p);
 }
 
+/* A frame injected into a proved connection (plain, with no seal) loses
+ * the node. */
+LEAK_TEST_OPTS(plane_chief, an_injected_frame_from_a_node_drops_it, .timeout = 30)
+{
+	struct plane_cfg cfg;
+	struct plane *p = open_chief(&cfg);
+	struct plane_msg chal = node_connect(&cfg);
+	unsigned char frame[64];
+	int n;
+
+	node_join(&chal, SECRET);
+	cr_assert_eq(next_msg(NULL, NULL).type, PLANE_WELCOME);
+	cr_assert_eq(next_but_pings().type, PLANE_START);
+	n = plane_encode(&(struct plane_msg){ .type = PLANE_DONE, .code = 0 }, frame, sizeof(frame));
+	peer_send_raw(frame, (size_t)n);
+	cr_assert(run_until(has_stopped, WAIT), "the chief took an unsealed frame");
+	assert_said("slotrun: stopping this node's workers: node 1 (127.0.0.1) lost: it sent a message that "
+		    "failed authentication (forged, replayed or reordered)");
+	cr_assert(run_until(peer_closed, WAIT), "the chief kept the connection");
+	plane_local_done(p, 143);
+	cr_assert(run_until(has_ended, WAIT));
+	cr_assert_eq(rec.code, 1);
+	plane_close(p);
+}
+
 LEAK_TEST_OPTS(plane_chief, a_node_lost_after_the_start_stops_the_chief_s_workers, .timeout = 30)
 {
 	struct plane_cfg cfg;
@@ -826,7 +916,7 @@ LEAK_TEST_OPTS(plane_member, a_paused_chief_is_not_lost_and_a_local_stop_is_told
 	cfg = node_cfg(fake_chief(), 10.0);
 	p = open_plane(&cfg);
 	chief_welcome();
-	peer_send(&(struct plane_msg){ .type = PLANE_START });
+	peer_send(&START1);
 	cr_assert(run_until(has_started, WAIT));
 	peer_send(&(struct plane_msg){ .type = PLANE_PAUSE, .sig = SIGTSTP, .node = 0 });
 	cr_assert(!run_until(never, 6 * SHORT_HB), "a paused chief was taken for lost");

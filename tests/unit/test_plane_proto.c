@@ -46,13 +46,36 @@ Test(plane_codec, every_message_survives_the_wire)
 
 	auth_nonce(m.nonce);
 	memset(m.mac, 7, sizeof(m.mac));
-	m.join = (struct plane_join){ .node_rank = 2, .nnodes = 3, .slots = 4, .world_size = 12 };
+	m.join = (struct plane_join){ .node_rank = 2, .nnodes = 3, .slots = 4, .world_size = 12, .nnodes_min = 2,
+				      .settle_ms = 10000, .admit = PLANE_ADMIT_NEXT_ROUND, .round = 3, .restarts = 1 };
+	memset(m.join.id, 9, PLANE_ID_LEN);
 	strcpy(m.join.version, "0.1.0");
 	strcpy(m.join.host, "gpu-07");
 	out = roundtrip(&m);
 	cr_assert_arr_eq(out.nonce, m.nonce, AUTH_NONCE_LEN);
 	cr_assert_arr_eq(out.mac, m.mac, AUTH_MAC_LEN);
 	cr_assert_eq(memcmp(&out.join, &m.join, sizeof(m.join)), 0);
+
+	m = (struct plane_msg){ .type = PLANE_START, .round = { .round = 3, .restarts = 1, .nnodes = 3, .node_rank = 2,
+								.rank_base = 6, .world_size = 10, .ncand = 2,
+								.cand_rank = { 1, 2 } } };
+	strcpy(m.round.master, "10.213.0.1");
+	strcpy(m.round.why, "node 3 (10.213.0.4) lost: connection closed");
+	strcpy(m.round.cand_host[0], "10.213.0.2");
+	strcpy(m.round.cand_host[1], "10.213.0.3");
+	out = roundtrip(&m);
+	cr_assert_eq(memcmp(&out.round, &m.round, sizeof(m.round)), 0);
+	m.round.node_rank = 3;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "a rank outside the round");
+	m.round.node_rank = 2;
+	m.round.cand_rank[1] = 0;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "the chief is no candidate");
+	m.round.cand_rank[1] = 2;
+	m.round.rank_base = 10;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
+		     "a first rank past the world");
 
 	m = (struct plane_msg){ .type = PLANE_CHAL };
 	auth_nonce(m.nonce);
@@ -77,7 +100,12 @@ Test(plane_codec, every_message_survives_the_wire)
 	out = roundtrip(&m);
 	cr_assert_str_eq(out.text, m.text);
 
-	int simple[] = { PLANE_START, PLANE_PING, PLANE_DONE, PLANE_SIGNAL_REQ, PLANE_STOP_REQ, PLANE_SIGNAL };
+	m = (struct plane_msg){ .type = PLANE_END, .code = 1, .cause = sample_cause() };
+	strcpy(m.text, "2 nodes left, fewer than --nnodes' MIN 3");
+	out = roundtrip(&m);
+	cr_assert_str_eq(out.text, m.text);
+
+	int simple[] = { PLANE_PING, PLANE_DONE, PLANE_SIGNAL_REQ, PLANE_STOP_REQ, PLANE_SIGNAL };
 	for (size_t i = 0; i < sizeof(simple) / sizeof(simple[0]); i++) {
 		m = (struct plane_msg){ .type = simple[i], .sig = SIGUSR1, .code = 3, .node = 2 };
 		out = roundtrip(&m);
@@ -193,6 +221,97 @@ Test(plane_handshake, the_welcome_proves_the_chief_holds_the_secret_too)
 	cr_assert(!plane_check_welcome("other", nn, nc, mac));
 	cr_assert(!plane_check_welcome("sekrit", nn2, nc, mac), "a recorded welcome for another node nonce");
 	leak_check();
+}
+
+/* Sealed frames: what each side sends after the handshake. */
+static int sealed_ping(struct plane_seal *s, unsigned char *out, size_t cap)
+{
+	int n = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, out, cap);
+
+	cr_assert_gt(n, 0);
+	return plane_seal(s, out, (size_t)n, cap);
+}
+
+Test(plane_handshake, sealed_frames_open_in_order_on_the_same_connection_only)
+{
+	unsigned char nc[AUTH_NONCE_LEN], nn[AUTH_NONCE_LEN], f1[64], f2[64], copy[64];
+	struct plane_seal chief, node, stranger, node2;
+	struct plane_msg m = { .type = PLANE_STOP, .sig = 15, .node = 2 };
+	long plain;
+	int n1, n2;
+
+	cr_assert_eq(auth_init(), 0);
+	auth_nonce(nc);
+	auth_nonce(nn);
+	plane_seal_init(&chief, "sekrit", nc, nn, true);
+	plane_seal_init(&node, "sekrit", nc, nn, false);
+	n1 = sealed_ping(&chief, f1, sizeof(f1));
+	cr_assert_gt(n1, 0);
+	cr_assert_eq(plane_frame_len(f1, (size_t)n1), n1, "a sealed frame is measured as any other");
+	n2 = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_gt(n2, 0);
+	n2 = plane_seal(&chief, buf, (size_t)n2, sizeof(buf));
+	cr_assert_gt(n2, 0);
+
+	/* in order: both open, and what is left decodes as sent */
+	memcpy(copy, f1, (size_t)n1);
+	plain = plane_open_frame(&node, copy, (size_t)n1);
+	cr_assert_eq(plain, n1 - AUTH_TAG_LEN);
+	cr_assert_eq(plane_decode(copy, (size_t)plain, &m), 0);
+	cr_assert_eq(m.type, PLANE_PING);
+	memcpy(f2, buf, 64);
+	plain = plane_open_frame(&node, buf, (size_t)n2);
+	cr_assert_gt(plain, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)plain, &m), 0);
+	cr_assert_eq(m.type, PLANE_STOP);
+	cr_assert_eq(m.sig, 15);
+
+	/* replayed: the first frame again, after the second */
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "a replayed frame opened");
+
+	/* reordered: the second before the first */
+	plane_seal_init(&node2, "sekrit", nc, nn, false);
+	cr_assert_eq(plane_open_frame(&node2, f2, (size_t)n2), -EBADMSG, "a frame out of order opened");
+
+	/* another connection's key, another secret, our own direction */
+	auth_nonce(nn);
+	plane_seal_init(&stranger, "sekrit", nc, nn, false);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "another connection's frame");
+	plane_seal_init(&stranger, "other", nc, nn, false);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "another secret's frame");
+	plane_seal_init(&stranger, "sekrit", nc, nn, true);
+	memcpy(copy, f1, (size_t)n1);
+	cr_assert_eq(plane_open_frame(&stranger, copy, (size_t)n1), -EBADMSG, "a frame of our own direction");
+
+	/* injected or tampered: a flipped bit anywhere, a plain frame, a cut one */
+	plane_seal_init(&chief, "sekrit", nc, nn, true);
+	for (int i = 0; i < n1; i++) {
+		plane_seal_init(&node, "sekrit", nc, nn, false);
+		memcpy(copy, f1, (size_t)n1);
+		copy[i] ^= 0x10;
+		cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "bit flipped in byte %d", i);
+	}
+	n1 = plane_encode(&(struct plane_msg){ .type = PLANE_PING }, copy, sizeof(copy));
+	cr_assert_eq(plane_open_frame(&node, copy, (size_t)n1), -EBADMSG, "a plain frame opened");
+	cr_assert_eq(plane_open_frame(&node, copy, 3), -EBADMSG, "a cut frame opened");
+	leak_check();
+}
+
+Test(plane_handshake, a_frame_too_large_to_seal_is_refused)
+{
+	struct plane_seal s;
+	unsigned char nc[AUTH_NONCE_LEN] = { 0 }, nn[AUTH_NONCE_LEN] = { 1 };
+	struct plane_msg m = { .type = PLANE_ABORT, .code = 2 };
+	int n;
+
+	plane_seal_init(&s, "sekrit", nc, nn, true);
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_seal(&s, buf, (size_t)n, (size_t)n + AUTH_TAG_LEN - 1), -EMSGSIZE, "no room for the tag");
+	cr_assert_gt(plane_seal(&s, buf, (size_t)n, (size_t)n + AUTH_TAG_LEN), 0);
 }
 
 /* ---- The chief's decisions ---- */
@@ -673,6 +792,22 @@ Test(plane_restart, a_stop_during_the_backoff_ends_the_job_at_once)
 	cr_assert(!plane_coord_restart_now(&co).start, "too late");
 }
 
+Test(plane_restart, a_stop_while_a_failed_attempt_stops_does_not_restart)
+{
+	struct plane_cause f = { .kind = PLANE_CAUSE_RANK, .rank = 1, .code = 1, .when_ms = 1 };
+	struct plane_acts a;
+
+	a = plane_coord_fail(&co, 0, &f, 0.0);
+	cr_assert(a.stop);
+	a = plane_coord_signal(&co, 1, SIGTERM, true); /* the user's Ctrl-C during the grace */
+	cr_assert(a.stop);
+	plane_coord_done(&co, 0, 1);
+	plane_coord_done(&co, 1, 143);
+	a = plane_coord_done(&co, 2, 143);
+	cr_assert(a.end && !a.restart, "the user asked the job to stop");
+	cr_assert_eq(co.code, 1, "the root cause is still the failure");
+}
+
 Test(plane_restart, a_node_lost_during_the_backoff_ends_the_job)
 {
 	struct plane_acts a;
@@ -714,9 +849,10 @@ Test(plane_codec, restart_survives_the_wire)
 	cr_assert_eq(out.code, 2);
 	cr_assert_eq(out.delay_ms, 4000);
 	cr_assert_str_eq(out.cause.host, "10.213.0.3");
-	m.code = 0;
-	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO,
-		     "attempt 0 is never a restart");
+	m.code = 0; /* an elastic re-form for a new node counts no restart */
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), 0);
+	m.code = -1;
+	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO);
 	leak_check();
 }
 
