@@ -6,13 +6,14 @@
  * that every rank checks.  Prints one JSON object on stdout:
  *
  *   ok, ranks, failed (ranks that said why they failed), error (the first
- *   failure's line), wrong (allgather values wrong, over every rank),
- *   init_s (from the last rank's start to the last rank past init),
- *   barrier_ms and allgather_ms (per iteration: from the last rank's entry
- *   to the last rank's exit; the median), rank0 {cpu_s (init to the end),
- *   init_cpu_s, peak_rss_kib (VmHWM), heap_bytes (what slotcomm_init left
- *   allocated, mallinfo2), fds (descriptors init opened), nofile_soft
- *   (RLIMIT_NOFILE after init)}, ranks_cpu_s (every rank's CPU time).
+ *   failure's line, a rank's that failed in init first), wrong (allgather
+ *   values wrong, over every rank), init_s (from the last rank's start to
+ *   the last rank past init), barrier_ms and allgather_ms (per iteration:
+ *   from the last rank's entry to the last rank's exit; the median), rank0
+ *   {cpu_s (init to the end), init_cpu_s, peak_rss_kib (VmHWM), heap_bytes
+ *   (what slotcomm_init left allocated, mallinfo2), fds (descriptors init
+ *   opened), nofile_soft (RLIMIT_NOFILE after init)}, ranks_cpu_s (every
+ *   rank's CPU time).
  *
  *   rdv_scale -n N [-p PORT] [-t TIMEOUT_S] [-i ITERS] [-T tcp|auto|shm] [-s]
  *
@@ -427,8 +428,13 @@ int main(int argc, char **argv)
 					kill(pids[r], SIGKILL);
 		}
 	}
-	for (int r = 0; r < o.n; r++)
+	for (int r = 0; r < o.n; r++) {
 		failed += recs[r].err[0] != '\0';
+		/* a rank that failed in init is nearer the cause than those told */
+		if (recs[r].err[0] && !recs[r].init_end &&
+		    (first_failed < 0 || recs[first_failed].init_end || !recs[first_failed].err[0]))
+			first_failed = r;
+	}
 	if (killed && !failed)
 		failed = 1;  /* one died without a word */
 	getrusage(RUSAGE_CHILDREN, &ru);
