@@ -3,14 +3,7 @@
  * rendezvous, the ring connections), slotcomm_destroy, and what a communicator
  * tells about itself.
  *
- * Ring connections: each rank connects to its right neighbour's data plane,
- * says HELLO (its rank and a nonce, sealed with an HMAC bound to the nonce
- * the neighbour's data plane drew for this run, which the authenticated
- * table carried), and accepts its left neighbour's connection.  No
- * round trip: every rank connects before it accepts, and a connection
- * completes in the listener's backlog without accept(), so this cannot
- * deadlock.  A HELLO recorded in another run fails (the nonce differs), and
- * a ring takes one left neighbour only. */
+ * The ring connections are ring_connect.c's. */
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
@@ -37,26 +30,6 @@
 #include "transport.h"
 
 /* --- helpers ------------------------------------------------------------- */
-
-static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
-		   socklen_t *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char sport[16];
-	int r;
-
-	if (numeric)
-		hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	snprintf(sport, sizeof(sport), "%d", port);
-	r = getaddrinfo(host, sport, &hints, &res);
-	if (r != 0)
-		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
 
 /* NCCL_SOCKET_IFNAME: a comma list of interface name prefixes ("=" before
  * the list: exact names).  A "^" (exclusion) list is not supported and
@@ -98,10 +71,10 @@ static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss,
 	return found;
 }
 
-/* "addr:port" of a rank, formatted on first use: a job of thousands asks
- * for a few (its ring neighbours', a failure's), and the array's untouched
- * pages cost nothing. */
-static const char *peer_addr(const struct slotcomm *c, int rank)
+/* Formatted on first use: a job of thousands asks for a few (its ring
+ * neighbours', a failure's), and the array's untouched pages cost
+ * nothing. */
+const char *comm_peer_addr(const struct slotcomm *c, int rank)
 {
 	const struct frame_peer *p = &c->peers[rank];
 	char *s = c->peer_addr[rank];
@@ -118,82 +91,6 @@ static const char *peer_addr(const struct slotcomm *c, int rank)
 	return s;
 }
 
-/* --- ring ---------------------------------------------------------------- */
-
-#define LABEL_HELLO "slotrun-ring-hello"
-
-static void ring_tune(struct ring *g, int fd)
-{
-	int local = sock_is_local(fd) == 1;
-
-	(void)sock_tune(fd, local ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
-	g->buf = COMM_RING_SOCKBUF_LOCAL;
-	if (fd == g->send_fd)
-		g->send_local = local;
-	else
-		g->recv_local = local;
-}
-
-int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline)
-{
-	int right = g->right, left = g->left;
-	struct sockaddr_storage ss;
-	socklen_t len = 0;
-	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_LEN];
-	struct frame_hello hello = { .rank = (uint32_t)c->rank };
-	long n;
-	int r;
-
-	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
-	if (r < 0)
-		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
-				     peer_addr(c, right));
-	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &g->send_fd);
-	if (r < 0)
-		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
-				     peer_addr(c, right), r == -ETIMEDOUT ? "timed out" : strerror(-r));
-	ring_tune(g, g->send_fd);
-	auth_nonce(hello.nonce);
-	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
-	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
-		 c->peers[right].ring_nonce, hello.nonce);
-	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
-	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-	if (r < 0)
-		return comm_init_io_err(c, r, right, "while connecting the ring");
-
-	while (g->recv_fd < 0) {
-		struct frame_hdr h;
-		struct frame_hello got;
-		const char *why;
-		int fd;
-		int64_t dl;
-
-		r = sock_accept(dlfd, deadline, &fd);
-		if (r == -ETIMEDOUT)
-			return comm_init_err(c, r, "timed out after %gs waiting for ring neighbour peer "
-					     "rank %d to connect", c->cfg.timeout_s, left);
-		if (r < 0)
-			return comm_init_err(c, r, "accept: %s", strerror(-r));
-		/* A stranger that says nothing costs at most 5 s. */
-		dl = sock_now_ns() + 5000000000LL;
-		if (dl > deadline)
-			dl = deadline;
-		if (sock_recv_all(fd, buf, FRAME_HDR_LEN, dl) == 0 &&
-		    frame_decode_hdr(buf, FRAME_HELLO_LEN, &h, &why) == 0 && h.type == FRAME_HELLO &&
-		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
-		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
-		    frame_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
-			       c->peers[c->rank].ring_nonce, got.nonce)) {
-			g->recv_fd = fd;
-			ring_tune(g, fd);
-		} else {
-			close(fd);
-		}
-	}
-	return 0;
-}
-
 /* The BYE on the data plane too: the right neighbour, if it is in an
  * all-reduce we never joined, reads it where it expects our header, and a
  * control collective of its own sees it there (comm_ring_peek).  Between
@@ -206,17 +103,6 @@ static void ring_say_bye(struct slotcomm *c, struct ring *g)
 		return;
 	frame_encode_hdr(hdr, FRAME_BYE, c->seq, 0);
 	(void)send(g->send_fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-void comm_ring_close(struct ring *g)
-{
-	if (g->send_fd >= 0)
-		close(g->send_fd);
-	if (g->recv_fd >= 0)
-		close(g->recv_fd);
-	g->send_fd = g->recv_fd = -1;
-	free(g->stage);
-	g->stage = NULL;
 }
 
 /* --- init / destroy ------------------------------------------------------ */
@@ -587,7 +473,7 @@ const char *slotcomm_peer_host(const struct slotcomm *c, int rank)
 
 const char *slotcomm_peer_addr(const struct slotcomm *c, int rank)
 {
-	return rank >= 0 && rank < c->size ? peer_addr(c, rank) : "?";
+	return rank >= 0 && rank < c->size ? comm_peer_addr(c, rank) : "?";
 }
 
 const char *slotcomm_transport_name(const struct slotcomm *c)

@@ -119,9 +119,13 @@ static inline const char *comm_host(const struct slotcomm *c, int rank)
  * 0 or -ENOMEM. */
 int comm_set_host(struct slotcomm *c, int rank, const char *host);
 
+/* Rank's data-plane address as "addr:port" ("-" when it has none). */
+const char *comm_peer_addr(const struct slotcomm *c, int rank);
+
 /* Connects ring g (pos, n, left and right set): to the right neighbour's
- * data plane, and accepts the left one's connection on the listener dlfd.
- * Within the deadline; on failure c->err says why (comm_init_err). */
+ * data plane, and accepts the left one's connection on the listener dlfd
+ * (ring_connect.c).  Within the deadline; on failure c->err says why
+ * (comm_init_err). */
 int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline);
 
 /* Closes ring g's connections and frees its staging buffer. */
