@@ -110,8 +110,14 @@ struct cands {
 	int n;
 };
 
+/* Closes candidate i, after reading what it sent (a little of it): a
+ * socket closed with unread bytes is reset rather than ended. */
 static void cand_drop(struct cands *cs, int i)
 {
+	char sink[512];
+
+	for (int k = 0; k < 8 && recv(cs->c[i].fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+		;
 	close(cs->c[i].fd);
 	cs->c[i] = cs->c[--cs->n];
 }
