@@ -13,6 +13,8 @@
  * strangers can delay a rank but never fail it (rdv_plan.h).  Each loop
  * costs O(PENDING_MAX), whatever WORLD_SIZE is.
  *
+ * One that stays silent RDV_UNAUTH_S is sent away with BUSY too.
+ *
  * A registration with a wrong MAC is refused and rank 0 goes on waiting
  * for the genuine rank; one with the right MAC but a different WORLD_SIZE,
  * a rank out of range or a rank that came twice fails the whole job (it is
@@ -425,6 +427,8 @@ static int chief_serve(struct chief *ch, int i, short revents, int64_t now)
 			snprintf(ch->note, sizeof(ch->note), "%s sent no registration within %ds",
 				 p->from, RDV_UNAUTH_S);
 			ch->refused++;
+			/* a rank merely not scheduled that long comes back */
+			send_reason(p->fd, FRAME_BUSY, NULL);
 			drop_pending(ch->p, &ch->np, i);
 		}
 		return 0;
