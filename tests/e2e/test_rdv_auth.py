@@ -16,7 +16,7 @@ import time
 
 from harness import Proc, binary, case, free_port, run, try_connect, wait_for
 from ranks import finish_all, rank_env
-from rdv_frames import CHALLENGE, HDR, HELLO, REGISTER, REJECT, TABLE, frame, recv_frame
+from rdv_frames import BUSY, CHALLENGE, HDR, HELLO, REGISTER, REJECT, TABLE, frame, recv_frame
 
 CHECK = binary("comm_check")
 SECRET = "e2e-auth-Zq7Kd0xW"
@@ -240,8 +240,13 @@ def unregistered_connections_are_capped_and_dropped_after_10s():
     # oldest make room for them once they have had their second
     for s in socks[:6]:
         assert sees_eof(s, 5), "an unregistered connection beyond the cap was kept"
-    # the rest when their 10 s are up
+    # the rest when their 10 s are up, told BUSY first (a rank merely not
+    # scheduled that long would connect again)
     for s in socks[6:]:
+        t, _ = recv_frame(s, max(0.1, t0 + 15 - time.monotonic()))
+        assert t == CHALLENGE, t
+        t, _ = recv_frame(s, max(0.1, t0 + 15 - time.monotonic()))
+        assert t == BUSY, f"dropped with a frame of type {t}, not BUSY"
         assert sees_eof(s, max(0.1, t0 + 15 - time.monotonic())), "kept past its deadline"
     assert time.monotonic() - t0 >= 9, "dropped before its 10 s were up"
     for s in socks:
