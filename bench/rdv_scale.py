@@ -137,12 +137,14 @@ def main():
     sizes = [int(s) for s in args.sizes.split(",")]
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     contenders = [("ours", os.path.abspath(args.bin))]
+    revs = {}
     bases = [b.split(":", 1) for b in args.base] if args.base else BASELINES
     for rev, label in bases:
         if not rev_ok(rev):
             log(f"rdv_scale: no commit {rev} here, baseline '{label}' left out")
             continue
         contenders.append((label, build_base(rev)))
+        revs[label] = rev
     runs = {c: {n: [] for n in sizes} for c, _ in contenders}
     before = load1()
     for rnd in range(args.rounds):
@@ -163,7 +165,7 @@ def main():
     doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
            "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release},
            "sizes": sizes, "rounds": args.rounds, "iters": args.iters, "timeout_s": args.timeout,
-           "contenders": [c for c, _ in contenders], "load_before": before, "load_after": load1(),
+           "contenders": [c for c, _ in contenders], "revs": revs, "load_before": before, "load_after": load1(),
            "nofile_hard": None if hard == resource.RLIM_INFINITY else hard,
            "results": {c: {str(n): median_of(runs[c][n]) for n in sizes if runs[c][n]}
                        for c, _ in contenders}}
