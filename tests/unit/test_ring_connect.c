@@ -146,7 +146,7 @@ Test(ring_connect, a_neighbour_slow_to_say_hello_is_taken, .timeout = 60)
 {
 	int port, dport, lfd = listen_here(&port), dlfd = listen_here(&dport);
 	struct slotcomm *c = comm(port);
-	struct ring g;
+	struct ring g = { 0 };
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
@@ -166,7 +166,7 @@ Test(ring_connect, a_wrong_hello_and_a_silent_stranger_do_not_keep_the_neighbour
 {
 	int port, dport, lfd = listen_here(&port), dlfd = listen_here(&dport);
 	struct slotcomm *c = comm(port);
-	struct ring g;
+	struct ring g = { 0 };
 	pid_t pid = fork();
 
 	cr_assert_geq(pid, 0);
