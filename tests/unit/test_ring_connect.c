@@ -113,73 +113,91 @@ static void wait_done(int fd)
 	_exit(0);
 }
 
-/* The ring neighbour's connection that rank 1 took: the byte after its
- * HELLO, or 0. */
-static char connect_rank_1(struct slotcomm *c, int dlfd, struct ring *g)
+/* Rank 1 and its fake neighbour: rank 0's listener (lfd), rank 1's data
+ * plane (dlfd, on dport), rank 1's communicator and ring, and the child
+ * that plays rank 0. */
+struct rig {
+	int lfd, dlfd, dport;
+	struct slotcomm *c;
+	struct ring g;
+	pid_t pid;
+};
+
+/* Sets the rig up and forks: 0 in the child, which plays rank 0 and
+ * _exits; the child's pid in the test. */
+static pid_t rig_fork(struct rig *r)
 {
+	int port;
+
+	memset(r, 0, sizeof(*r));
+	r->lfd = listen_here(&port);
+	r->dlfd = listen_here(&r->dport);
+	r->c = comm(port);
+	r->pid = fork();
+	cr_assert_geq(r->pid, 0);
+	return r->pid;
+}
+
+/* Rank 1 connects its ring; returns the byte after the HELLO of the
+ * connection it took as its left neighbour's. */
+static char connect_rank_1(struct rig *r)
+{
+	struct ring *g = &r->g;
 	char mark = 0;
 
 	g->left = g->right = 0;
 	g->n = 2;
 	g->pos = 1;
 	g->send_fd = g->recv_fd = -1;
-	cr_assert_eq(comm_ring_connect(c, g, dlfd, sock_deadline_in(25)), 0, "%s", c->err);
+	cr_assert_eq(comm_ring_connect(r->c, g, r->dlfd, sock_deadline_in(25)), 0, "%s", r->c->err);
 	cr_assert_geq(g->recv_fd, 0);
 	cr_assert_eq(sock_recv_all(g->recv_fd, &mark, 1, sock_deadline_in(10)), 0);
 	return mark;
 }
 
-static void finish(struct slotcomm *c, struct ring *g, int lfd, int dlfd, pid_t pid)
+static void finish(struct rig *r)
 {
 	int st;
 
 	/* tells the child it may go: rank 1 closes its connection */
-	comm_ring_close(g);
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	comm_ring_close(&r->g);
+	cr_assert_eq(waitpid(r->pid, &st, 0), r->pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the fake neighbour ended with %d", st);
-	close(lfd);
-	close(dlfd);
-	comm_free(c);
+	close(r->lfd);
+	close(r->dlfd);
+	comm_free(r->c);
 }
 
 Test(ring_connect, a_neighbour_slow_to_say_hello_is_taken, .timeout = 60)
 {
-	int port, dport, lfd = listen_here(&port), dlfd = listen_here(&dport);
-	struct slotcomm *c = comm(port);
-	struct ring g = { 0 };
-	pid_t pid = fork();
+	struct rig r;
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int in = take_rank_1(lfd), out = dial(dport);
+	if (rig_fork(&r) == 0) {
+		int in = take_rank_1(r.lfd), out = dial(r.dport);
 
 		pause_ms(6500);  /* longer than a stranger may stay silent */
-		hello(out, c->peers[1].ring_nonce, SECRET, 'S');
+		hello(out, r.c->peers[1].ring_nonce, SECRET, 'S');
 		wait_done(in);
 	}
-	cr_assert_eq(connect_rank_1(c, dlfd, &g), 'S');
-	finish(c, &g, lfd, dlfd, pid);
+	cr_assert_eq(connect_rank_1(&r), 'S');
+	finish(&r);
 }
 
 Test(ring_connect, a_wrong_hello_and_a_silent_stranger_do_not_keep_the_neighbour_out,
      .timeout = 60)
 {
-	int port, dport, lfd = listen_here(&port), dlfd = listen_here(&dport);
-	struct slotcomm *c = comm(port);
-	struct ring g = { 0 };
-	pid_t pid = fork();
+	struct rig r;
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int in = take_rank_1(lfd), silent = dial(dport), wrong = dial(dport), out;
+	if (rig_fork(&r) == 0) {
+		int in = take_rank_1(r.lfd), silent = dial(r.dport), wrong = dial(r.dport), out;
 
-		hello(wrong, c->peers[1].ring_nonce, "not-the-secret", 'W');
+		hello(wrong, r.c->peers[1].ring_nonce, "not-the-secret", 'W');
 		pause_ms(200);
-		out = dial(dport);
-		hello(out, c->peers[1].ring_nonce, SECRET, 'G');
+		out = dial(r.dport);
+		hello(out, r.c->peers[1].ring_nonce, SECRET, 'G');
 		wait_done(in);
 		(void)silent;
 	}
-	cr_assert_eq(connect_rank_1(c, dlfd, &g), 'G');
-	finish(c, &g, lfd, dlfd, pid);
+	cr_assert_eq(connect_rank_1(&r), 'G');
+	finish(&r);
 }
