@@ -26,7 +26,6 @@ join-storm fix, each skipped when this clone does not have it.  Every run
 gets RLIMIT_NOFILE's soft limit raised to the hard one (the old library
 does not raise it itself)."""
 import argparse
-import datetime
 import json
 import os
 import resource
@@ -39,8 +38,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
-from report import cpu_model  # noqa: E402
 BASELINES = [("41ee2c9", "before"), ("eae6293", "storm fix only")]
 METRICS = ("init_s", "barrier_ms", "allgather_ms")
 RANK0 = ("cpu_s", "init_cpu_s", "peak_rss_kib", "heap_bytes", "fds")
@@ -162,9 +159,7 @@ def main():
                        f"{r['allgather_ms']:.1f}ms rank 0 cpu {r['rank0']['cpu_s']:.3f}s"
                        if r.get("ok") else f"FAILED: {r.get('error')}")
                     + f" ({time.monotonic() - t0:.0f}s)")
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release},
-           "sizes": sizes, "rounds": args.rounds, "iters": args.iters, "timeout_s": args.timeout,
+    doc = {"sizes": sizes, "rounds": args.rounds, "iters": args.iters, "timeout_s": args.timeout,
            "contenders": [c for c, _ in contenders], "revs": revs, "load_before": before, "load_after": load1(),
            "nofile_hard": None if hard == resource.RLIM_INFINITY else hard,
            "results": {c: {str(n): median_of(runs[c][n]) for n in sizes if runs[c][n]}

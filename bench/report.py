@@ -9,11 +9,14 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, status_poll.json, wrap_rank.json, job_plane.json,
-allreduce.json, allreduce_nodes.json and rdv_scale.json (any may be missing; with --merge a
-missing one keeps its figures from the results file).  Without --dir nothing
-is measured, merged or drawn: bench/README.md is written again from the
-results file as it is."""
+DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
+allreduce_nodes.json, elastic.json, seal.json and rdv_scale.json (any may be
+missing).  A
+section whose JSON is in DIR replaces the results file's, stamped with this
+run's date and machine; the others are kept as they were, with the date
+and machine they were measured on (said in the README where it differs).
+Without --dir nothing is measured, merged or drawn: bench/README.md is
+written again from the results file as it is."""
 import argparse
 import datetime
 import json
@@ -200,6 +203,42 @@ from 52 to 108 ms.  The alternatives to a guard cost alike and little next to
 starting a worker: a cgroup's mkdir, join, `cgroup.kill` and rmdir, or
 `clone(CLONE_NEWPID)` and a wait, each took a few milliseconds.
 
+**What a rank costs, and the floor.**  On this VM a page fault costs 25 to 90
+us and a `cpuid` (which glibc's start-up runs some thirty times) 8 us to far
+more, both traps to the hypervisor; so page faults (`perf stat -e
+page-faults`, `perf record -e page-faults -d`) told where launch time went.
+On 2026-11-27 (load average 20 to 120 from other tenants) `slotrun --slots 8 --
+/bin/true` took 2150 page faults in all, against 670 for the floor (`sh`
+starting 8 `/bin/true`: about 60 for sh, then 21 for each fork before its exec
+and 48 for each `/bin/true`).  Per rank: slotrun's fork of itself (29
+copy-on-write faults in the child before its exec, as many again in slotrun),
+wrap_rank's dynamic linking (88 faults in the wrap_rank process), the guard's
+fork (12) and its fork of the command (24 before the exec).  Each was cut in
+turn, page faults of the 8-slot launch in all: starting programs with a
+vfork-style clone instead of fork (no copy of the page tables, no
+copy-on-write; slotrun and the guard) 2150 to 1508; wrap_rank a glibc static
+PIE 1508 to 1020; its `_exit` and the worker's fields before its buffers 1020
+to 964; wrap_rank against musl (5 faults to start an empty program against
+27 for static glibc, and no `cpuid`) 965 to 765, against 686 for the floor.
+In CPU time, the same alternating runs: `wrap_rank 0 -- raw` (raw: a command
+without libc)
+16.5 ms with the dynamic wrap_rank, 9.2 static glibc, 6.9 musl; the 8-slot
+launch 2.8 times the floor's CPU before, 1.35 after.  What is left, from runs
+of each part in turn on the loaded VM (CPU, so only roughly): the floor is
+about 6 ms for sh and then 10 ms a rank (5.4 for the fork, the exec of a
+program and its exit, 4.7 for `/bin/true`'s glibc start); slotrun adds about
+8 ms once (its own start: six shared libraries, hwloc's topology, the loop,
+the reports folder, `/dev/kmsg`) and 2.4 ms a rank (the exec of wrap_rank,
+the fork of the guard, and their exits).  Each is a guarantee's price: the
+guard is a process because wrap_rank must exit when its command does (slotrun
+learns the rank's end from it) while what the command left running needs a
+holder that outlives wrap_rank and still sees slotrun's death; wrap_rank is a
+program of its own and not a fork of slotrun, which would copy slotrun's page
+tables again.  Binding each rank (`--bind` against `--bind none`) cost nothing
+measurable.  Linking slotrun's libevent, jansson, libsodium and hwloc
+statically saved 20 page faults (about 1 ms) of its start in a trial, against
+Debian's policy for libraries; not done.
+
 **wrap_rank's ceiling.**  Its contract caps its throughput: every write is whole
 lines of at most PIPE_BUF (4 KiB), so that ranks sharing a pipe never
 interleave within a line, while `cat` writes 128 KiB at a time, and three
@@ -217,6 +256,19 @@ machine changed, not wrap_rank.
 unpacking cost about what it saved: over loopback compression pays only where
 the wire is the bottleneck.  Dividing after unpacking in float32 took 1.4 ms
 against 3.3 ms for an fp16 `avg` (1 Mi elements, 2 ranks).
+
+**Elastic jobs and the seal, first measured.**  On 2026-11-27 the machine was
+shared with other agents' builds and tests: the 1-minute load went from 12 to
+287 during `bench/elastic.py` and from 109 to 21 during `bench/seal.py`, on 2
+cores, so those figures are upper bounds until measured on a quiet machine.
+`bench/seal_cost` counts the thread's CPU time for that reason: timed by the
+wall clock under a load of 287 it gave 7.8 and 252 us for a sealed PING and
+STOP (2.2 and 68 us in CPU time).  A rank's failure to every node's exit came
+out 1.3 to 1.4x slower on the sealed build than on 41ee2c9 in three runs of
+`bench/seal.py`; the same case alone, 12 runs taking turns between 41ee2c9,
+51bcb1e (the seal alone) and the elastic build, at a load of 160 to 200, gave
+medians of 110, 94 and 129 ms: the seal itself does not show; what is left is
+the load, or the elastic work.
 
 **Rendezvous at scale, fix by fix.**  `bench/rdv_scale.py --sizes 1024` with each
 commit of the scale work as a contender, 3 rounds taking turns, medians, on
@@ -323,22 +375,54 @@ def readme_nodes(N):
     return out + [""]
 
 
+FLOOR_TEXT = "floor: `sh -c` starting {n} `/bin/true` in the background, then `wait`"
+
+
 def readme_launch(L):
     ours = "slotrun --slots 8"
     out = ["## slotrun: launch, teardown, memory", "",
-           f"`bench/launch_teardown.py`, median of {L.get('runs', '?')} runs.  Launch: 8 workers "
-           "running `/bin/true`, from start to exit.  Teardown: from rank 0's `exit 1` to the "
-           "launcher's exit while 7 ranks sleep.  Memory: the launcher's peak RSS with 8 workers.  "
-           "Ratio: the baseline's figure over slotrun's (above 1: slotrun is faster or smaller).", "",
-           "| figure | contender | value | baseline / slotrun |", "|---|---|---:|---:|"]
-    for key, what, unit, fmt in (("launch_ms", "launch", "ms", "{:.1f}"),
-                                 ("teardown_ms", "teardown", "ms", "{:.1f}"),
+           "`bench/launch_teardown.py`.  Launch: N workers running `/bin/true`, from the launcher's "
+            "start to its exit, against the floor: one small launcher process that forks and execs "
+            "`/bin/true` N times and waits, which no launcher can undercut.  The contenders take turns, "
+            "run after run; medians of the wall time and of the CPU time (user + system) the whole "
+            "process tree used.  Ratio: the contender's figure over the floor's (1.00 is the floor; "
+            "the lower the better)."
+            + (f"  `(before)`: slotrun built from {L['before']}, in the same turns." if L.get("before") else "")
+            + (f"  1-minute load average {L['load_before']:.2f} before the launches, {L['load_after']:.2f} "
+               "after." if "load_before" in L else ""),
+            "", "| launch | contender | wall | x floor | CPU | x floor |", "|---|---|---:|---:|---:|---:|"]
+    for n, per in sorted(L.get("launch", {}).items(), key=lambda kv: int(kv[0])):
+        fw, fc = per["wall_ms"]["floor"], per["cpu_ms"]["floor"]
+        for k in per["wall_ms"]:
+            w, c = per["wall_ms"][k], per["cpu_ms"][k]
+            if k == "floor":
+                name = FLOOR_TEXT.format(n=n)
+            else:
+                name = shown(k)
+            fail = " (failed)" if k in per.get("failed", []) else ""
+            k_runs = per.get("samples", {}).get(k, per["runs"])
+            out.append(f"| {n} slots | {name}{fail}, median of {k_runs} | {w:.1f} ms | {w / fw:.2f} | "
+                       f"{c:.1f} ms | {c / fc:.2f} |")
+    for n, per in L.get("launch", {}).items():
+        need, has = per.get("needs"), per.get("has")
+        if need and has:
+            out += ["", f"{n} slots run up to {need['processes']} processes at once (wrap_rank, its guard "
+                    f"and the command a rank, and slotrun) and hold about {need['nofile']} open files in "
+                    f"slotrun ({need['nofile_log_dir']} with `--log-dir`): slotrun raises its soft limit to "
+                    "the hard one when short, and refuses to start (status 2, naming the limit to set) when "
+                    f"even that is too few.  This machine: open files {has['nofile_soft']} (hard "
+                    f"{has['nofile_hard']}), processes {has['nproc_soft']}, pid_max {has['pid_max']}."]
+    out += ["", "Teardown: from rank 0's `exit 1` to the launcher's exit while 7 ranks sleep.  Memory: the "
+            "launcher's peak RSS with 8 workers.  Ratio: the baseline's figure over slotrun's (above 1: "
+            "slotrun is faster or smaller).", "",
+            "| figure | contender | value | baseline / slotrun |", "|---|---|---:|---:|"]
+    for key, what, unit, fmt in (("teardown_ms", "teardown", "ms", "{:.1f}"),
                                  ("peak_mib", "peak memory", "MiB", "{:.1f}")):
         per = L.get(key, {})
         mine = per.get(ours)
         for k, v in per.items():
             r = "" if k == ours else ratio(v, mine)
-            out.append(f"| {what} | `{k}` | {fmt.format(v)} {unit} | {r} |")
+            out.append(f"| {what} | {shown(k)} | {fmt.format(v)} {unit} | {r} |")
     return out + [""]
 
 
@@ -367,6 +451,13 @@ def readme_status_poll(S):
                    f"{c['with'] / c['without']:.2f} |" if c["without"] else
                    f"| slotrun's own CPU over an all-reduce run | 0 ms | {c['with']:.0f} ms | - |")
     return out + [""]
+
+
+def shown(name):
+    """A contender's name as code, "(before)" outside it."""
+    if name.endswith(" (before)"):
+        return f"`{name[:-len(' (before)')]}` (before)"
+    return f"`{name}`"
 
 
 def readme_wrap(W):
@@ -405,6 +496,116 @@ def readme_plane(J):
     return out + [""]
 
 
+def span(s):
+    """A benchmark's summary {median, min, max} as "681 ms (473..912)"."""
+    return f"{s['median']:.0f} ms ({s['min']:.0f}..{s['max']:.0f})"
+
+
+def load_line(doc):
+    """ "  1-minute load average 0.97 before, 3.39 after." where recorded."""
+    if "load_before" not in doc or "load_after" not in doc:
+        return ""
+    return f"  1-minute load average {doc['load_before']:.2f} before, {doc['load_after']:.2f} after."
+
+
+def readme_elastic(E):
+    if "skipped" in E:
+        return ["## Elastic jobs", "", f"Skipped: {E['skipped']}", ""]
+    hb = E.get("heartbeat_timeout_s", 5)
+    w = E["alone_ms"]["median"]
+    goal = (hb + 2) * 1000
+    out = ["## Elastic jobs", "",
+           f"`bench/elastic.py`: {E.get('nodes', 3)} network-namespace nodes x {E.get('slots', 2)} slots, "
+           f"`slotrun --nnodes 2:3 --max-restarts 5`, the default `--heartbeat-timeout` ({hb:g} s) and "
+           "grace; workers that print their round and their clock, then idle.  Times from the ranks' own "
+           f"clock readings, median (min..max) of {E.get('runs', '?')} runs.  The baseline, the workers' own "
+           "start: a one-node slotrun (`--nnodes 1 --slots 2`) from launch to its 2 ranks up, "
+           f"{span(E['alone_ms'])}, taking turns with the join.  The goals are the ones elastic jobs were "
+           "built to meet." + load_line(E), "",
+           "| figure | slotrun | goal | against the baseline |", "|---|---:|---:|---|",
+           f"| a node's SIGKILL (slotrun and workers) to the 4 survivors' ranks up in the next round | "
+           f"{span(E['kill_ms'])} | <= {goal:.0f} ms (timeout + 2 s) | "
+           f"{E['kill_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a node's cable pulled, to the same | {span(E['cut_ms'])} | <= {goal:.0f} ms | "
+           f"the {hb:g} s timeout + {E['cut_ms']['median'] - hb * 1000:.0f} ms |",
+           f"| the chief's SIGKILL to the other 2 nodes' 4 ranks up (node 1 takes over) | "
+           f"{span(E['chief_ms'])} | - | {E['chief_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a new node's launch to its 2 ranks up in the re-formed job | {span(E['join_ms'])} | "
+           f"<= {2000 + w:.0f} ms (2 s + the workers' own start) | {E['join_ms']['median'] / w:.2f}x "
+           f"the workers' own start (+{E['join_ms']['median'] - w:.0f} ms) |"]
+    T = E.get("torchrun") or {}
+    if "skipped" in T:
+        out += ["", f"torchrun: skipped ({T['skipped']})."]
+    elif T:
+        k = E["kill_ms"]["median"]
+
+        def ms(v, deadline=None):
+            if v is None:
+                return f"none within {deadline} s" if deadline else "none"
+            return f"{v:.0f} ms"
+        own = T.get("alone_ms")
+        out += [f"| torchrun {T.get('version', '')} (gloo, c10d): its workers' own start, a one-node "
+                f"torchrun (`--standalone`) from launch to its 2 ranks' first step | {ms(own)} | - | "
+                + (f"{own / w:.1f}x slotrun's |" if own else "- |"),
+                f"| torchrun, a node's SIGKILL to the survivors' first training step, 1 run | "
+                f"{ms(T['kill_ms'])} | - | "
+                + (f"{T['kill_ms'] / k:.1f}x slotrun's" + (f", {T['kill_ms'] / own:.1f}x its workers' own "
+                                                           "start |" if own else " |")
+                   if T["kill_ms"] else "- |"),
+                f"| torchrun, a node's cable pulled, gloo's default timeout (30 min) | "
+                f"{ms(T['cut_default_ms'], T.get('cut_default_deadline_s'))} | - | - |",
+                f"| torchrun, a node's cable pulled, `init_process_group(timeout={T['pg_timeout_s']} s)` | "
+                f"{ms(T['cut_pg_timeout_ms'])} | - | "
+                + (f"{T['cut_pg_timeout_ms'] / E['cut_ms']['median']:.1f}x slotrun's |"
+                   if T["cut_pg_timeout_ms"] else "- |"),
+                "", "torchrun: `torchrun --nnodes 2:3 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint "
+                "<node 0>:29500 --max_restarts 5 --redirects 1 --tee 1 bench/torch_elastic_loop.py` (a DDP "
+                "loop on gloo, 0.1 s a step), each node in a UTS namespace of its own with its own host name "
+                "(torchrun hands its workers rank 0's host name as MASTER_ADDR).  Debian's torchrun 1.13 "
+                "spells its flags with underscores, and on Python 3.11 it dies with its default "
+                "`--redirects 0 --tee 0` (its `Std.from_str('0')` is None there), hence `--redirects 1 "
+                "--tee 1`.  Its figures are to a training step, slotrun's to a worker's start.  With a "
+                "cable pulled, the survivors wait in gloo's all-reduce until the process group's timeout "
+                "(30 minutes by default); the benchmark gives up after the time shown and measures once more "
+                "with a shorter timeout."]
+    return out + [""]
+
+
+def readme_seal(S):
+    c = S["seal_cost"]
+    out = ["## The job plane's seal", "",
+           f"`bench/seal_cost`: {c['rounds']} batches of {c['frames']} frames, sealed and plain taking turns; "
+           f"median ns per frame ({c.get('clock', 'wall-clock time')}).  Each frame sealed carries a "
+           f"{c.get('tag_bytes', 16)}-byte tag "
+           "(HMAC-SHA256 under the connection's key, cut to 128 bits)." + load_line(S), "",
+           "| frame | bytes | encode + decode | + seal + open | the seal's cost |", "|---|---:|---:|---:|---:|"]
+    names = {"ping": "PING", "stop": "STOP, a full cause with an 8 KiB tail"}
+    for k in ("ping", "stop"):
+        f = c[k]
+        out.append(f"| {names[k]} | {f['bytes']} | {f['plain_ns']:.0f} ns | {f['sealed_ns']:.0f} ns | "
+                   f"+{f['sealed_ns'] - f['plain_ns']:.0f} ns ({f['sealed_ns'] / f['plain_ns']:.1f}x) |")
+    J = S.get("job_plane") or {}
+    if "skipped" in J:
+        return out + ["", f"The job plane before and after: skipped ({J['skipped']}).", ""]
+    if not J:
+        return out + [""]
+    out += ["", f"`bench/job_plane.py` (above) against slotrun built from {J['old_commit']}, the commit before "
+            f"the seal, and this build, {J['pairs']} invocations of {J['runs']} runs each, taking turns; the "
+            "median of each side's invocations.  This build carries the elastic work as well.", "",
+            "| figure | before the seal | sealed | sealed / before |", "|---|---:|---:|---:|"]
+    labels = [("failure_to_every_exit_ms", "a rank's failure to every node's exit", "{:.0f} ms", 1),
+              ("cut_link_lost_s_5", "a cut link to the node declared lost, heartbeat 5 s", "{:.2f} s", 1),
+              ("cut_link_lost_s_2", "the same, heartbeat 2 s", "{:.2f} s", 1),
+              ("start_joined_ms", "start to exit of 3 nodes x 2 `/bin/true`", "{:.1f} ms", 1),
+              ("start_alone_ms", "the same as three single-node jobs (no plane)", "{:.1f} ms", 1)]
+    for key, what, f, _ in labels:
+        b, a = J["before"].get(key), J["sealed"].get(key)
+        if b is None or a is None:
+            continue
+        out.append(f"| {what} | {f.format(b)} | {f.format(a)} | {a / b:.2f}x |")
+    return out + [""]
+
+
 def _rdv_cell(v, key, fmt, runs):
     """v[key] as fmt, or why there is none (runs: the figures' summary)."""
     if key not in v:
@@ -415,10 +616,8 @@ def _rdv_cell(v, key, fmt, runs):
 def readme_rdv(R):
     res, cs = R["results"], R["contenders"]
     ours = cs[0]
-    out = ["## Rendezvous at scale", ""]
-    if R.get("date"):
-        out += [f"Measured {R['date']} on {machine_line(R)}.", ""]
-    out += [f"`bench/rdv_scale.py`: N ranks of the comm library forked on this machine by `bench/rdv_scale` "
+    out = ["## Rendezvous at scale", "",
+           f"`bench/rdv_scale.py`: N ranks of the comm library forked on this machine by `bench/rdv_scale` "
            "(no launcher; loopback; each rank its own host name) and released at once into "
            f"`slotcomm_init` (`SLOTRUN_TRANSPORT=tcp`), {R['iters']} barriers and {R['iters']} allgathers "
            "of 8 bytes checked on every rank; median of "
@@ -475,12 +674,20 @@ def write_readme(doc, path):
            "installs gnuplot and Open MPI where missing).  `bench/report.py` alone writes this file "
            "again from `bench/results.json`.  Run them on an otherwise idle machine: every figure "
            "here moves with the machine's load.", "",
-           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
+           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}" +
+           (" (the newest run; a section from an earlier one says when)." if any(
+               (doc.get(k) or {}).get("measured", {}).get("date") not in (None, doc.get("date"))
+               for k in SECTIONS) else "."), ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
-                    ("job_plane", readme_plane), ("rdv_scale", readme_rdv)):
+                    ("job_plane", readme_plane), ("elastic", readme_elastic), ("seal", readme_seal),
+                    ("rdv_scale", readme_rdv)):
         if doc.get(key):
-            out += fn(doc[key])
+            sec = fn(doc[key])
+            when = doc[key].get("measured") or {}
+            if when.get("date") and when.get("date") != doc.get("date"):
+                sec[2:2] = [f"Measured {when['date']} on {machine_line(when)}.", ""]
+            out += sec
     text = "\n".join(out) + "\n" + NOTES
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -501,6 +708,35 @@ def cpu_model():
     return None
 
 
+SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "elastic", "seal",
+            "rdv_scale")
+
+
+def merge(d, results):
+    """The results document: the sections whose JSON is in d, stamped with
+    this run's date and machine, and the results file's others as they were
+    (stamped with the date and machine they were measured on).  Returns it
+    and the names of the sections measured now."""
+    now = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
+    try:
+        with open(results) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = {}
+    doc, fresh = dict(now), set()
+    for name in SECTIONS:
+        sec = load(d, name)
+        if sec is not None:
+            sec["measured"] = now
+            fresh.add(name)
+        elif old.get(name):
+            sec = old[name]
+            sec.setdefault("measured", {"date": old.get("date"), "machine": old.get("machine")})
+        doc[name] = sec
+    return doc, fresh
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -508,8 +744,6 @@ def main():
     ap.add_argument("--results", default=os.path.join(here, "results.json"))
     ap.add_argument("--plots", default=here)
     ap.add_argument("--readme", default=os.path.join(here, "README.md"))
-    ap.add_argument("--merge", action="store_true",
-                    help="a benchmark missing from DIR keeps its figures from the results file")
     a = ap.parse_args()
     if not a.dir:
         with open(a.results) as f:
@@ -517,36 +751,25 @@ def main():
         write_readme(doc, a.readme)
         print(f"report: {a.readme} written from {a.results}")
         return
-    doc = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
-    old = {}
-    if a.merge and os.path.exists(a.results):
-        with open(a.results) as f:
-            old = json.load(f)
-    if old:  # the date and machine are those of the figures merged into
-        doc["date"], doc["machine"] = old.get("date", doc["date"]), old.get("machine", doc["machine"])
-    fresh = set()  # measured now: only these are drawn and summed up
-    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes",
-                 "rdv_scale"):
-        doc[name] = load(a.dir, name)
-        if doc[name]:
-            fresh.add(name)
-        else:
-            doc[name] = old.get(name)
+    doc, fresh = merge(a.dir, a.results)
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
     rows = []
-    L = doc["launch"] if "launch" in fresh else None
+    full, doc = doc, {k: (v if k in fresh else None) if k in SECTIONS else v for k, v in doc.items()}
+    L = doc["launch"]
     if L:
-        base = L["launch_ms"].get("slotrun --slots 8")
-        for k, v in L["launch_ms"].items():
-            rows.append(("launch 8 x /bin/true (ms)", k, f"{v:.2f}", f"{v / base:.2f} x slotrun"))
+        for n, per in sorted(L["launch"].items(), key=lambda kv: int(kv[0])):
+            fw, fc = per["wall_ms"]["floor"], per["cpu_ms"]["floor"]
+            for k, v in per["wall_ms"].items():
+                c = per["cpu_ms"][k]
+                rows.append((f"launch {n} x /bin/true, wall (CPU) ms", k, f"{v:.2f} ({c:.2f})",
+                             f"{v / fw:.2f} x floor ({c / fc:.2f} in CPU)"))
         for k, v in L["teardown_ms"].items():
             rows.append(("teardown after a failure (ms)", k, f"{v:.1f}", ""))
         for k, v in L["peak_mib"].items():
             rows.append(("launcher peak memory (MiB)", k, f"{v:.1f}", ""))
-    S = doc["status_poll"] if "status_poll" in fresh else None
+    S = doc["status_poll"]
     if S:
         for key, what in (("launch_ms", "launch 8 x /bin/true"), ("teardown_ms", "teardown after a failure")):
             v = S[key]
@@ -557,12 +780,12 @@ def main():
             a_, b_ = A["without"][size], A["with"][size]
             rows.append((f"all-reduce {human(int(size))} with status every second (us)", "slotrun", f"{b_:.1f}",
                          f"{b_ / a_:.2f} x without ({a_:.1f})"))
-    W = doc["wrap_rank"] if "wrap_rank" in fresh else None
+    W = doc["wrap_rank"]
     if W:
         base = W["gbps"]["cat"]
         for k, v in W["gbps"].items():
             rows.append(("1 GiB of lines through a pipe (GB/s)", k, f"{v:.2f}", f"{v / base:.2f} x cat"))
-    J = doc["job_plane"] if "job_plane" in fresh else None
+    J = doc["job_plane"]
     if J and "skipped" not in J:
         rows.append(("job plane: rank failure to every node's exit (ms)", "slotrun",
                      f"{J['failure_to_every_exit_ms']:.0f}", "without the plane: never"))
@@ -571,7 +794,7 @@ def main():
                          f"timeout {hb} s"))
         rows.append(("job plane: 3 nodes start to exit (ms)", "slotrun", f"{J['start_ms']['joined']:.1f}",
                      f"{J['start_ms']['alone']:.1f} as single-node jobs"))
-    A = doc["allreduce"] if "allreduce" in fresh else None
+    A = doc["allreduce"]
     if A:
         res = A["results"]
         ranks = sorted({int(n) for c in res.values() for n in c})
@@ -588,7 +811,7 @@ def main():
         plot(A, "results", ranks, os.path.join(a.plots, "allreduce.png"),
              f"all-reduce float32 sum on {os.cpu_count()} cores, median of {A['rounds']} rounds "
              f"(load {A['load_before']:.2f})", a.dir)
-    N = doc["allreduce_nodes"] if "allreduce_nodes" in fresh else None
+    N = doc["allreduce_nodes"]
     if N and "skipped" not in N:
         res = N["results"]
         for c in res:
@@ -604,7 +827,31 @@ def main():
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
-    R = doc["rdv_scale"] if "rdv_scale" in fresh else None
+    E = doc.get("elastic")
+    if E and "skipped" not in E:
+        w = E["alone_ms"]["median"]
+        hb = E.get("heartbeat_timeout_s", 5) * 1000
+        for key, what in (("kill_ms", "a node's SIGKILL"), ("cut_ms", "a node's cable pulled"),
+                          ("chief_ms", "the chief's SIGKILL"), ("join_ms", "a new node's launch")):
+            v = E[key]["median"]
+            rows.append((f"elastic: {what} to ranks up in the next round (ms)", "slotrun", f"{v:.0f}",
+                         f"the {hb:.0f} ms timeout + {v - hb:.0f}" if key == "cut_ms" else
+                         f"{v / w:.2f} x the workers' own start ({w:.0f})"))
+        T = E.get("torchrun") or {}
+        if T.get("kill_ms"):
+            rows.append(("elastic: a node's SIGKILL to the next step (ms)", "torchrun", f"{T['kill_ms']:.0f}",
+                         f"{T['kill_ms'] / E['kill_ms']['median']:.1f} x slotrun"))
+    S = doc.get("seal")
+    if S:
+        for k in ("ping", "stop"):
+            c = S["seal_cost"][k]
+            rows.append((f"seal: {k} frame, {c['bytes']} B, encode+decode (ns)", "+seal+open",
+                         f"{c['sealed_ns']:.0f}", f"{c['plain_ns']:.0f} without"))
+        J = S.get("job_plane") or {}
+        for k, v in (J.get("sealed") or {}).items():
+            b = J["before"][k]
+            rows.append((f"seal: job plane {k}", "sealed", f"{v:.3g}", f"{v / b:.2f} x before ({b:.3g})"))
+    R = doc.get("rdv_scale")
     if R:
         ours = R["contenders"][0]
         for n in R["sizes"]:
@@ -617,12 +864,11 @@ def main():
                              f"{v['init_s']:.3f} / {v['barrier_ms']:.1f} / {v['allgather_ms']:.1f}",
                              f"{b['init_s'] / v['init_s']:.2f}x {c}" if "init_s" in b else f"{c} failed"))
         plot_rdv(R, os.path.join(a.plots, "rdv_scale.png"), a.dir)
-
     w = [max(len(r[i]) for r in rows) if rows else 0 for i in range(4)]
-    print(f"# summary ({doc['date']}); every figure with its baseline from the same run")
+    print(f"# summary ({doc['date']}) of what ran now; every figure with its baseline from the same run")
     for r in rows:
         print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:>{w[2]}}  {r[3]}")
-    write_readme(doc, a.readme)
+    write_readme(full, a.readme)
     print(f"report: {a.readme} written")
 
 

@@ -1,18 +1,30 @@
 // SPDX-License-Identifier: MIT
-/* Starting a program in a child process: fork, set the child up, exec.
- * slotrun starts its workers with it and wrap_rank its command.
+/* Starting a program in a child process: clone, set the child up, exec.
+ * slotrun starts its workers with it and wrap_rank's guard its command.
  *
- * The caller blocks the signals it handles before calling (so that no
- * handler of the parent runs in the child between fork and exec) and
- * passes the mask the program is to start with.  The child, in order:
+ * The child is a vfork-style clone (CLONE_VM | CLONE_VFORK): it runs in the
+ * caller's memory, on a stack of its own, and the caller is suspended until
+ * it has exec'd or exited.  Nothing is copied, neither the page tables nor
+ * a page on a write, which is most of what a fork of a large process costs
+ * (slotrun's workers start this way).  So everything the child runs before
+ * its exec, the caller's prepare step included, makes system calls only:
+ * no allocation, no stdio, no write to the caller's memory (errno aside,
+ * which the caller does not read across the call).  Every signal is
+ * blocked across the clone, so no handler runs on the shared memory.
+ *
+ * The caller blocks the signals it handles before calling and lists those
+ * whose handlers the child must reset, and passes the mask the program is
+ * to start with.  The child, in order:
  * SIGPIPE and the signals listed set back to their defaults; its own
  * process group (set by both sides, so a signal sent right after fork
  * already reaches it); the parent-death signal, then getppid() checked
  * (the parent may have died before prctl took effect, and then nobody
  * would send it); the caller's own step; stdio; the mask; exec.
  *
- * Whether that worked comes back over a CLOEXEC pipe: EOF means the exec
- * succeeded, else a report of the stage that failed and its errno.  A
+ * Whether that worked comes back over a CLOEXEC pipe (not through the
+ * shared memory, which a clone run as a fork, as under valgrind, does not
+ * share): EOF means the exec succeeded, else a report of the stage that
+ * failed and its errno.  A
  * failed child exits 127 (exec: not found), 126 (exec: anything else) or
  * 1 (an earlier stage), never returning into the caller's code; one that
  * finds its parent gone exits 128+SIGKILL without a report. */
@@ -25,6 +37,12 @@
 
 enum child_stage { CHILD_OK, CHILD_SETUP, CHILD_PREPARE, CHILD_EXEC };
 
+/* Where a command is looked up when PATH is not set (slotrun's checks use
+ * the same). */
+#define CHILD_DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
+
+/* The program runs as execvp would run it, whatever the C library: a file
+ * the kernel cannot run (no #!, not ELF) runs under /bin/sh. */
 struct child_spec {
 	const char *path;              /* execve'd; NULL: argv[0] looked up in PATH */
 	char *const *argv;
@@ -37,7 +55,7 @@ struct child_spec {
 	int stdio[3];                  /* dup2'ed onto 0, 1 and 2; -1: inherited */
 	/* The caller's step, run after the parent-death signal is set and
 	 * before stdio: returns 0 or a negative errno (reported as
-	 * CHILD_PREPARE).  NULL: none. */
+	 * CHILD_PREPARE).  System calls only (see above).  NULL: none. */
 	int (*prepare)(void *ctx);
 	void *ctx;
 };
@@ -47,13 +65,17 @@ struct child_spec {
  * Returns the child's pid, 0 in the child, or -errno with nothing open. */
 pid_t child_fork_pipe(int p[2]);
 
-/* Forks and execs.  On success *pid is the child, which leads its own
- * process group, and *report_fd the read end of its report pipe (for
- * child_read_report).  Returns 0 or -errno (nothing was started). */
+/* Clones and execs; returns once the child has exec'd or failed.  On
+ * success *pid is the child, which leads its own process group, and
+ * *report_fd the read end of its report pipe (for child_read_report), which
+ * already holds the outcome.  Returns 0 or -errno (nothing was started).
+ * Not from two threads at once: the child's stack is kept from call to
+ * call. */
 int child_start(const struct child_spec *s, pid_t *pid, int *report_fd);
 
-/* Blocks until the child has exec'd (returns CHILD_OK) or failed: returns
- * the stage and sets *err to its errno.  Closes report_fd. */
+/* Whether the child exec'd (returns CHILD_OK) or failed: returns the stage
+ * and sets *err to its errno.  Closes report_fd.  Blocks only where the
+ * clone could not wait for the exec (valgrind runs it as a fork). */
 enum child_stage child_read_report(int report_fd, int *err);
 
 /* execve(2) says ENOENT both for a file that is not there and for a script

@@ -104,9 +104,11 @@ static void hold_std_fds(void)
 		close(fd);
 }
 
-/* Each worker holds up to five fds in slotrun (two pipes' read ends, its
- * two log files, the exec report while it starts); slotrun itself about
- * 24 (std streams, libevent, /dev/null, topology), 20 for seeing inside
+/* Each worker holds up to five fds in slotrun (its stdout's and stderr's
+ * pipes, the pipe its wrap_rank tells its command's pid on, its two log
+ * files); slotrun itself about 24 (std streams, libevent, /dev/null,
+ * topology, and the few a worker's start holds for a moment: workers.c
+ * reads each exec report before the next start), 20 for seeing inside
  * (the status socket and its STATUS_CONNS clients, the metrics listener)
  * and one per other node on the chief.  Raise the soft limit to the hard
  * one when short (workers get the original back), and say clearly when

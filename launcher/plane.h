@@ -22,10 +22,6 @@
 
 #define PLANE_DEFAULT_JOIN_TIMEOUT 300.0
 #define PLANE_DEFAULT_HB_TIMEOUT 5.0
-/* Heartbeats go out every timeout / PLANE_HB_PER_TIMEOUT seconds: four can
- * be lost in a row before a node is declared lost.  Silence is checked
- * twice as often, so a lost node is declared within timeout + timeout/10. */
-#define PLANE_HB_PER_TIMEOUT 5
 /* A connection that has not proved the secret within this many seconds is
  * dropped; at most PLANE_MAX_PENDING are held at once. */
 #define PLANE_AUTH_DEADLINE 10.0

@@ -475,7 +475,7 @@ static const struct console_hooks console_hooks = { .stopping = console_stopping
 /* ---- Starting an attempt ---- */
 
 /* Spawns every worker and starts reading their output; signals we handle
- * are held back meanwhile (a child between fork and exec must not run
+ * are held back meanwhile (a child before its exec must not run
  * libevent's handler). */
 static void start_workers(struct runner *r)
 {

@@ -28,15 +28,15 @@ extern const int runner_signals[RUNNER_NSIGNALS];
 struct runner;
 struct live;
 
+/* What a start writes first and the big buffers after it: a worker's start
+ * then touches two fresh pages of the array (the fields up to out's buffers,
+ * and err's own fields), not six. */
 struct worker {
 	pid_t pid;
 	struct runner *runner;
-	struct out_stream out, err;
 	struct event *ev_out, *ev_err;
-	struct out_tail tail;
 	struct timespec when;        /* when it exited, on the wall clock */
 	double after;                /* ... seconds after its attempt's start */
-	char note[256];
 	bool oom;                    /* the note says the OOM killer's part in its death */
 	bool cmd_open;               /* wrapped: cmd_r is open */
 	int cmd_r;                   /* ... the pipe its wrap_rank writes its command's pid to */
@@ -45,6 +45,9 @@ struct worker {
 	bool diag_hung;              /* ... taken when it was found hung (--hang-timeout) */
 	unsigned long long rchar;    /* --hang-timeout: what its wrap_rank had read at the last look */
 	bool rchar_known;            /* ... since its last output reached slotrun */
+	char note[256];
+	struct out_stream out, err;
+	struct out_tail tail;
 };
 
 struct runner {

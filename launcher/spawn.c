@@ -73,7 +73,7 @@ int spawn_resolve(const char *name, const char *path_env, char *buf, size_t len)
 		strcpy(buf, name);
 		return check_exec(buf);
 	}
-	p = path_env ? path_env : "/usr/local/bin:/usr/bin:/bin";
+	p = path_env ? path_env : CHILD_DEFAULT_PATH;
 	for (;;) {
 		const char *end = strchrnul(p, ':');
 		size_t dl = (size_t)(end - p);

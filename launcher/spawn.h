@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* Starting one worker: fork, set the child up, exec (common/child.h).
+/* Starting one worker: clone, set the child up, exec (common/child.h: a
+ * vfork-style clone, so nothing of slotrun's memory is copied).
  *
  * The caller blocks the signals it handles before calling (so none runs a
- * libevent handler in the child between fork and exec) and passes the mask
- * to restore.  The child: default dispositions for those signals, its own
+ * libevent handler in the child before its exec) and passes the mask to
+ * restore.  The child: default dispositions for those signals, its own
  * process group, parent-death signal SIGKILL (and the race with the
  * parent's death checked), binding, stdio, mask restored, exec.  Whether
  * that worked comes back over a CLOEXEC pipe: EOF means exec succeeded. */
@@ -33,8 +34,9 @@ struct spawn_req {
 				     * cleared in the child only); 0 or -1: none */
 };
 
-/* Forks the worker.  On success *pid is the child and *report_fd the read
- * end of its report pipe (for spawn_read_report).  Returns 0 or -errno. */
+/* Starts the worker; returns once it has exec'd or failed.  On success *pid
+ * is the child and *report_fd the read end of its report pipe (for
+ * spawn_read_report).  Returns 0 or -errno. */
 int spawn_start(const struct spawn_req *r, pid_t *pid, int *report_fd);
 
 /* Blocks until the child has exec'd (returns SPAWN_OK) or failed: returns

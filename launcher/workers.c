@@ -209,14 +209,16 @@ static char **report_env(const struct runner *r, int i, char *const *extra, char
 	return out;
 }
 
-/* Forks worker i (not waiting for its exec): *report is its report pipe.
- * Returns 0 or a negative errno, said and noted, with w->pid 0. */
-static int start_one(struct runner *r, int i, int devnull, char **extra_env, const sigset_t *mask, int *report)
+/* Starts worker i: *stage says whether its exec worked (with *err its errno
+ * when not).  Returns 0, or a negative errno, said and noted, with w->pid 0
+ * (nothing started). */
+static int start_one(struct runner *r, int i, int devnull, char **extra_env, const sigset_t *mask,
+		     enum spawn_stage *stage, int *err)
 {
 	const struct runner_cfg *c = r->cfg;
 	const struct plan_slot *s = &c->plan->slots[i];
 	struct worker *w = &r->w[i];
-	int po[2], pe[2], lo, le, e, cmd_w;
+	int po[2], pe[2], lo, le, e, cmd_w, report = -1;
 	char rankbuf[16], fdbuf[16], **argv, **envp, *env[16], vars[2][4200];
 	struct spawn_req req;
 
@@ -244,7 +246,7 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 		.child_mask = mask, .reset_signals = runner_signals, .nreset = RUNNER_NSIGNALS,
 		.nofile = c->nofile, .pass_fd = cmd_w,
 	};
-	e = (argv && envp) ? spawn_start(&req, &w->pid, report) : -ENOMEM;
+	e = (argv && envp) ? spawn_start(&req, &w->pid, &report) : -ENOMEM;
 	free(argv);
 	free(envp);
 	close(po[1]);
@@ -256,9 +258,14 @@ static int start_one(struct runner *r, int i, int devnull, char **extra_env, con
 		snprintf(w->note, sizeof(w->note), "cannot start the worker: %s", strerror(-e));
 		say_rank(r, i, "%s", w->note);
 		w->pid = 0;
-		*report = -1;
+		return e;
 	}
-	return e;
+	/* Known by now: spawn_start returns once the child has exec'd or
+	 * failed (the read waits at most for the exec to close the pipe).  So
+	 * no report pipe stays open: 512 slots hold 512 fewer fds while they
+	 * start. */
+	*stage = spawn_read_report(report, err);
+	return 0;
 }
 
 static void stage_text(const struct runner *r, int i, enum spawn_stage st, int e, char *buf, size_t len)
@@ -274,20 +281,17 @@ static void stage_text(const struct runner *r, int i, enum spawn_stage st, int e
 		snprintf(buf, len, "cannot set up the worker process: %s", strerror(e));
 }
 
-/* Waits for each forked worker's exec report; the failures are noted, and
- * said once per kind. */
-static void collect_reports(struct runner *r, const int *report)
+/* The workers whose exec failed (stage[i] not SPAWN_OK, errno err[i]) are
+ * noted; said once per kind. */
+static void say_start_failures(struct runner *r, const enum spawn_stage *stage, const int *err)
 {
 	int said_stage = -1, said_errno = 0, same = 0;
 
 	for (int i = 0; i < r->n; i++) {
-		int e = 0;
-		enum spawn_stage st;
+		enum spawn_stage st = stage[i];
+		int e = err[i];
 
-		if (r->w[i].pid <= 0 || report[i] < 0)
-			continue;
-		st = spawn_read_report(report[i], &e);
-		if (st == SPAWN_OK)
+		if (r->w[i].pid <= 0 || st == SPAWN_OK)
 			continue;
 		stage_text(r, i, st, e, r->w[i].note, sizeof(r->w[i].note));
 		if (said_stage < 0) {
@@ -306,14 +310,16 @@ static void collect_reports(struct runner *r, const int *report)
 
 int workers_spawn(struct runner *r, const sigset_t *mask)
 {
-	int *report = calloc((size_t)r->n, sizeof(int));
+	enum spawn_stage *stage = calloc((size_t)r->n, sizeof(*stage));
+	int *err = calloc((size_t)r->n, sizeof(*err));
 	int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	struct attempt_env env;
 	int rc = 0;
 
-	if (!report || devnull < 0) {
+	if (!stage || !err || devnull < 0) {
 		note(r, "slotrun: cannot start the workers: %s", devnull < 0 ? strerror(errno) : "out of memory");
-		free(report);
+		free(stage);
+		free(err);
 		if (devnull >= 0)
 			close(devnull);
 		return -ENOMEM;
@@ -321,10 +327,11 @@ int workers_spawn(struct runner *r, const sigset_t *mask)
 	attempt_env(r, &env);
 	oom_start(&r->oom);
 	for (int i = 0; i < r->n && rc == 0; i++)
-		rc = start_one(r, i, devnull, env.env, mask, &report[i]);
-	collect_reports(r, report);
+		rc = start_one(r, i, devnull, env.env, mask, &stage[i], &err[i]);
+	say_start_failures(r, stage, err);
 	close(devnull);
-	free(report);
+	free(stage);
+	free(err);
 	return rc;
 }
 

@@ -8,8 +8,8 @@
 
 #include "runner_state.h"
 
-/* Forks every worker first and collects their exec reports afterwards, so
- * the children exec in parallel; mask is the workers' signal mask, and
+/* Starts every worker, one after the other (each start returns once its
+ * wrap_rank has exec'd: spawn.h); mask is the workers' signal mask, and
  * the caller blocks runner_signals meanwhile.  A start failure is said,
  * once however many ranks hit the same one, and left in the worker's
  * note.  Returns 0, or a negative errno when some worker could not be

@@ -5,7 +5,7 @@
 # only the ninja targets after --targets, when given).
 set -euo pipefail
 
-SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev libevent-dev libhwloc-dev
+SLOTRUN_PACKAGES=(meson ninja-build pkg-config gcc libc6-dev musl-tools libevent-dev libhwloc-dev
 	libjansson-dev libsodium-dev libdw-dev libcriterion-dev python3 hwloc iproute2 util-linux procps scdoc)
 
 # The tests also run a PyTorch DDP job across namespace nodes (Debian's

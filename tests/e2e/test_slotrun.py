@@ -764,6 +764,27 @@ def fd_limit_is_raised_or_refused_clearly():
 
 
 @case
+def the_fd_limit_slotrun_names_is_enough():
+    """The limit slotrun's refusal names starts every rank when given
+    exactly (with and without log files): slotrun holds no more fds while
+    its workers start than it counts."""
+    if not shutil.which("prlimit"):
+        raise Skip("needs prlimit")
+    d = tempfile.mkdtemp()
+    try:
+        for logs in ([], ["--log-dir", d]):
+            argv = [SR, "--slots", "64", *logs, "--", "true"]
+            code, out, err = run_cmd(["prlimit", "--nofile=64:64", *argv], env=env_for(), timeout=60)
+            m = re.search(rb"need about (\d+) open files", err)
+            assert code == 2 and m, (code, err)
+            need = int(m.group(1))
+            code, out, err = run_cmd(["prlimit", f"--nofile={need}:{need}", *argv], env=env_for(), timeout=60)
+            assert code == 0, (logs, need, err[-1000:])
+    finally:
+        shutil.rmtree(d)
+
+
+@case
 def inherited_blocked_signals_are_unblocked_for_workers():
     import signal as sg
     for wrap in ([], ["--no-wrap"]):

@@ -20,7 +20,9 @@ import tempfile
 from harness import Proc, Skip, binary, case, free_ports, job_env, run
 
 SR = binary("slotrun")
-WR = binary("wrap_rank")
+# wrap_rank built against the shared C library, which memcheck can follow
+# (the shipped one may be static: wrap_rank/meson.build)
+WR = binary("wrap_rank_memcheck")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = sys.executable
 SIG_CHILD = os.path.join(HERE, "sig_child.py")

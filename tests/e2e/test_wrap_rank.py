@@ -69,6 +69,22 @@ def lines_before_sigkill_are_kept():
 
 
 @case
+def static_build_maps_no_shared_library():
+    """wrap_rank starts once per rank: built static (-Dwrap_rank_static), it
+    maps no shared object, neither the C library nor the loader."""
+    if os.environ.get("WRAP_RANK_STATIC") != "1":
+        raise Skip("built against the shared C library (-Dwrap_rank_static=disabled, or a sanitizer)")
+    p = Proc([WR, "0", "--", "sh", "-c", "echo ready; exec sleep 30"], env=CLEAN)
+    try:
+        p.wait_line("[rank=0] ready\n")
+        with open(f"/proc/{p.pid}/maps") as f:
+            shared = sorted({line.split()[-1] for line in f if ".so" in line.split()[-1]})
+    finally:
+        p.kill()
+    assert not shared, shared
+
+
+@case
 def missing_command_is_127_said_once():
     code, out, err = wr("4", "no-such-command-xyz")
     assert code == 127, code

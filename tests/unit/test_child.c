@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -282,5 +283,133 @@ LEAK_TEST_OPTS(child, missing_interpreter_fails_the_exec_with_enoent, .timeout =
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 127);
 	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+}
+
+/* child_start returns once the child has exec'd: it already runs the
+ * program (a fork would still be our copy for a while). */
+LEAK_TEST_OPTS(child, start_returns_after_the_exec, .timeout = 10)
+{
+	char *argv[] = { "/bin/sleep", "30", NULL };
+	char path[64], exe[256], want[256];
+	int report, err = 0, status;
+	sigset_t none;
+	pid_t pid;
+	ssize_t n;
+	struct child_spec s;
+
+	cr_assert_not_null(realpath("/bin/sleep", want));
+	sigemptyset(&none);
+	s = (struct child_spec){ .path = argv[0], .argv = argv, .mask = &none, .stdio = { -1, -1, -1 } };
+	for (int i = 0; i < 20; i++) {
+		cr_assert_eq(child_start(&s, &pid, &report), 0);
+		snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+		n = readlink(path, exe, sizeof(exe) - 1);
+		cr_assert_gt(n, 0);
+		exe[n] = '\0';
+		cr_assert_str_eq(exe, want, "the child runs sleep when child_start returns");
+		cr_assert_eq(child_read_report(report, &err), CHILD_OK);
+		cr_assert_eq(kill(pid, SIGKILL), 0);
+		cr_assert_eq(waitpid(pid, &status, 0), pid);
+		cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	}
+}
+
+/* Starts argv (looked up in PATH) with its stdout into buf (len bytes, NUL
+ * ended), which must exec; returns its wait status. */
+static int run_for_output(char **argv, char *buf, size_t len)
+{
+	int report, err = 0, status, p[2];
+	sigset_t none;
+	pid_t pid;
+	ssize_t n;
+	struct child_spec s;
+
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	sigemptyset(&none);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, p[1], -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	close(p[1]);
+	cr_assert_eq(child_read_report(report, &err), CHILD_OK, "errno %d", err);
+	n = read(p[0], buf, len - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	close(p[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/* A file without #! goes through /bin/sh (execvp's fallback), which copies
+ * argv onto the child's stack: a long one must fit on it. */
+LEAK_TEST_OPTS(child, a_script_without_shebang_runs_with_a_long_argv, .timeout = 30)
+{
+	enum { N = 60000 };
+	char dir[] = "/tmp/test_child.XXXXXX", path[64], buf[64] = "";
+	char **argv = calloc(N + 1, sizeof(char *));
+	int status;
+
+	cr_assert_not_null(argv);
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/s", dir);
+	write_file(path, "echo $#\n", 0755);
+	argv[0] = path;
+	for (int i = 1; i < N; i++)
+		argv[i] = "x";
+	status = run_for_output(argv, buf, sizeof(buf));
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+	cr_assert_eq(atoi(buf), N - 1, "%s", buf);
+	free(argv);
+	cr_assert_eq(unlink(path), 0);
+	cr_assert_eq(rmdir(dir), 0);
+}
+
+/* The PATH search is execvp's whatever the C library: an entry whose file
+ * cannot be run is passed over (and said when nothing else runs), and a
+ * file without #! runs under /bin/sh. */
+LEAK_TEST_OPTS(child, path_search_passes_over_what_cannot_run_and_runs_scripts_without_shebang,
+	       .timeout = 10)
+{
+	char dir[] = "/tmp/test_child.XXXXXX", a[64], b[64], pa[80], pb[80], path[160];
+	char *argv[] = { "prog", "arg1", NULL }, buf[64] = "";
+	char *old = getenv("PATH") ? strdup(getenv("PATH")) : NULL;
+	int report, err = 0, status;
+	sigset_t none;
+	pid_t pid;
+	struct child_spec s;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(a, sizeof(a), "%s/a", dir);
+	snprintf(b, sizeof(b), "%s/b", dir);
+	cr_assert_eq(mkdir(a, 0755), 0);
+	cr_assert_eq(mkdir(b, 0755), 0);
+	snprintf(pa, sizeof(pa), "%s/prog", a);
+	snprintf(pb, sizeof(pb), "%s/prog", b);
+	write_file(pa, "echo from-a\n", 0644);          /* there, not executable */
+	write_file(pb, "echo from-b \"$1\"\n", 0755);   /* no #! */
+	sigemptyset(&none);
+
+	snprintf(path, sizeof(path), "/nonexistent:%s:%s", a, b);
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	(void)run_for_output(argv, buf, sizeof(buf));
+	cr_assert_str_eq(buf, "from-b arg1\n");
+
+	snprintf(path, sizeof(path), "%s:/nonexistent", a);  /* only the one that cannot run */
+	cr_assert_eq(setenv("PATH", path, 1), 0);
+	s = (struct child_spec){ .argv = argv, .mask = &none, .stdio = { -1, -1, -1 } };
+	cr_assert_eq(child_start(&s, &pid, &report), 0);
+	cr_assert_eq(child_read_report(report, &err), CHILD_EXEC);
+	cr_assert_eq(err, EACCES);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 126);
+
+	if (old)
+		setenv("PATH", old, 1);
+	else
+		unsetenv("PATH");
+	free(old);
+	cr_assert_eq(unlink(pa), 0);
+	cr_assert_eq(unlink(pb), 0);
+	cr_assert_eq(rmdir(a), 0);
+	cr_assert_eq(rmdir(b), 0);
 	cr_assert_eq(rmdir(dir), 0);
 }
