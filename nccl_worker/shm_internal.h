@@ -41,6 +41,11 @@
 #define SHM_PAUSE_NS 2000
 #define SHM_SLICE_MS 20
 
+/* While it hands the segment over, the leader holds the connections whose
+ * hello has not come yet: those of the members still missing and at most
+ * this many more (shm_setup.c's hand_over says why). */
+#define SHM_PENDING_MAX 8
+
 enum { CNT_IN, CNT_RED, CNT_OUT, CNT_N };
 
 struct shm_hdr {

@@ -153,6 +153,8 @@ struct hello {
 	uint8_t token[SHM_TOKEN_LEN];
 };
 
+_Static_assert(sizeof(struct hello) == 4 + SHM_TOKEN_LEN, "a hello has no padding");
+
 static int setup_err(char *why, size_t len, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
@@ -286,49 +288,133 @@ static uint64_t stamp_header(struct shm *s)
 	return cookie;
 }
 
-/* Reads the hello of a connection just accepted: returns the index of the
- * member it proves to be (its rank and token match, and it has no
- * connection yet), or -1. */
-static int admit(const struct shm *s, const struct shm_info *all, int fd, int64_t deadline)
-{
+/* A connection that may be a member, and what of its hello came so far. */
+struct pending {
+	int fd;
+	int64_t since;
+	size_t got;
 	struct hello h;
-	int k = -1;
-	/* A stranger that says nothing costs at most 5 s. */
-	int64_t dl = sock_now_ns() + 5000000000LL;
+};
 
-	if (dl > deadline)
-		dl = deadline;
-	if (sock_recv_all(fd, &h, sizeof(h), dl) == 0)
-		for (int i = 1; i < s->m; i++)
-			if (s->ranks[i] == (int)h.rank && s->fd[i] < 0 &&
-			    memcmp(h.token, all[h.rank].token, SHM_TOKEN_LEN) == 0)
-				k = i;
-	return k;
+/* Reads what pending connection q has sent: the index of the member it
+ * proves to be (its rank and token match, and it has no connection yet),
+ * 0 while its hello is not complete, or -1 when it is no member (gone, or
+ * said something else). */
+static int hello_read(const struct shm *s, const struct shm_info *all, struct pending *q)
+{
+	ssize_t n = recv(q->fd, (char *)&q->h + q->got, sizeof(q->h) - q->got, MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -1;
+	if (n == 0)
+		return -1;
+	q->got += (size_t)n;
+	if (q->got < sizeof(q->h))
+		return 0;
+	for (int i = 1; i < s->m; i++)
+		if ((uint32_t)s->ranks[i] == q->h.rank && s->fd[i] < 0 &&
+		    memcmp(q->h.token, all[s->ranks[i]].token, SHM_TOKEN_LEN) == 0)
+			return i;
+	return -1;
+}
+
+/* Closes pending connection i, after reading what it sent (a little of
+ * it): a socket closed with unread bytes is reset rather than ended. */
+static void pending_drop(struct pending *p, int *n, int i)
+{
+	char sink[512];
+
+	for (int k = 0; k < 8 && recv(p[i].fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; k++)
+		;
+	close(p[i].fd);
+	p[i] = p[--*n];
+}
+
+/* Reads pending connection i; a member's gets the segment and leaves the
+ * table for s->fd, anything else that is complete is dropped.  Returns 1
+ * when a member was let in. */
+static int pending_take(struct shm *s, const struct shm_info *all, struct pending *p, int *n,
+			int i, int mfd, uint64_t cookie)
+{
+	int k = hello_read(s, all, &p[i]);
+
+	if (k == 0)
+		return 0;
+	if (k < 0 || send_fd(p[i].fd, mfd, &cookie, sizeof(cookie)) < 0) {
+		pending_drop(p, n, i);
+		return 0;
+	}
+	s->fd[k] = p[i].fd;
+	p[i] = p[--*n];
+	return 1;
 }
 
 /* Accepts connections until every member has the segment's fd (kept in
- * s->fd) or the deadline passes; returns how many members are missing. */
+ * s->fd) or the deadline passes; returns how many members are missing, or
+ * -ENOMEM.
+ *
+ * No connection is waited on alone: every one is held and read as it
+ * speaks, so one that says nothing (a stranger, or a member that a loaded
+ * machine does not schedule for seconds) delays nobody, and none is
+ * dropped for being slow.  A hello is read as soon as its connection is
+ * accepted, and a member says it right after connecting, so members
+ * rarely wait in the table.  The table holds the members still missing
+ * and SHM_PENDING_MAX more: what strangers may cost in descriptors and
+ * poll entries, few beside the members', yet enough that only that many
+ * silent connections made after a member's, not other members, can push
+ * a member out while it is silent.  When a newcomer finds the table full the oldest
+ * goes, so strangers cannot fill it for good, and members that connect
+ * after any number of them get in at once. */
 static int hand_over(struct slotcomm *c, struct shm *s, const struct shm_info *all, int mfd,
 		     uint64_t cookie, int64_t deadline)
 {
-	int left = s->m - 1;
+	int left = s->m - 1, n = 0;
+	/* one more than the table holds: a newcomer, before the oldest goes */
+	struct pending *p = calloc((size_t)(left + SHM_PENDING_MAX + 1), sizeof(*p));
+	struct pollfd *pfd = calloc((size_t)(left + SHM_PENDING_MAX + 1), sizeof(*pfd));
 
+	if (!p || !pfd) {
+		free(p);
+		free(pfd);
+		return -ENOMEM;
+	}
 	while (left > 0) {
-		int fd, k;
+		int ms = sock_poll_ms(deadline), np = 0, fd;
 
-		if (wait_fd(c->shm_lfd, POLLIN, deadline) < 0)
+		if (ms == 0)
 			break;
-		fd = accept4(c->shm_lfd, NULL, NULL, SOCK_CLOEXEC);
+		for (; np < n; np++)
+			pfd[np] = (struct pollfd){ .fd = p[np].fd, .events = POLLIN };
+		pfd[np++] = (struct pollfd){ .fd = c->shm_lfd, .events = POLLIN };
+		if (poll(pfd, (nfds_t)np, ms) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		/* from the last: one that leaves moves the last into its place */
+		for (int i = n - 1; i >= 0; i--)
+			if (pfd[i].revents)
+				left -= pending_take(s, all, p, &n, i, mfd, cookie);
+		if (left == 0 || !pfd[np - 1].revents)
+			continue;
+		fd = accept4(c->shm_lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0)
 			continue;
-		k = admit(s, all, fd, deadline);
-		if (k < 0 || send_fd(fd, mfd, &cookie, sizeof(cookie)) < 0) {
-			close(fd);
-			continue;
+		p[n++] = (struct pending){ .fd = fd, .since = sock_now_ns() };
+		left -= pending_take(s, all, p, &n, n - 1, mfd, cookie);
+		while (n > left + SHM_PENDING_MAX) {
+			int o = 0;
+
+			for (int i = 1; i < n; i++)
+				if (p[i].since < p[o].since)
+					o = i;
+			pending_drop(p, &n, o);
 		}
-		s->fd[k] = fd;
-		left--;
 	}
+	while (n > 0)
+		pending_drop(p, &n, 0);
+	free(p);
+	free(pfd);
 	return left;
 }
 
@@ -367,6 +453,8 @@ static int lead(struct slotcomm *c, struct shm *s, const struct shm_info *all, i
 	cookie = stamp_header(s);
 	left = hand_over(c, s, all, mfd, cookie, deadline);
 	close(mfd);
+	if (left < 0)
+		return setup_err(why, len, left, "rank %d (node leader): out of memory", c->rank);
 	if (left > 0) {
 		for (int i = 1; i < s->m; i++)
 			if (s->fd[i] < 0)
