@@ -27,9 +27,19 @@
  * twice as often, so a lost node is declared within timeout + timeout/10. */
 #define PLANE_HB_PER_TIMEOUT 5
 /* A connection that has not proved the secret within this many seconds is
- * dropped; at most PLANE_MAX_PENDING are held at once. */
+ * dropped.  The chief holds at most plane_max_pending(nnodes) of them at
+ * once: every node of the job may be in its handshake at the same moment
+ * (a join storm), and PLANE_MAX_PENDING strangers beside them.  The rest
+ * wait in the listener's backlog (PLANE_BACKLOG; the kernel caps it at
+ * net.core.somaxconn), accepted as the handshakes under way end. */
 #define PLANE_AUTH_DEADLINE 10.0
 #define PLANE_MAX_PENDING 16
+#define PLANE_BACKLOG 4096
+
+static inline int plane_max_pending(int nnodes)
+{
+	return PLANE_MAX_PENDING + nnodes;
+}
 /* A node about to stop (a terminal stop) waits at most this many seconds
  * for its PAUSE messages to be written. */
 #define PLANE_PAUSE_FLUSH 1.0

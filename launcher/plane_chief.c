@@ -178,6 +178,34 @@ void plane_chief_apply(struct plane *p, const struct plane_acts *a, struct conn 
 
 #define apply plane_chief_apply
 
+/* The listener is read only while fewer than plane_max_pending
+ * connections are in their handshake: past that, new ones wait in the
+ * backlog (closing them would only make their nodes retry).  A stranger
+ * flood delays the join at most as the cap always did. */
+static void accept_pause(struct plane *p)
+{
+	if (!p->accept_paused && p->ev_accept)
+		event_del(p->ev_accept);
+	p->accept_paused = true;
+}
+
+static void accept_resume(struct plane *p)
+{
+	if (!p->accept_paused || !p->ev_accept || p->ended || p->npending >= plane_max_pending(p->cfg->nnodes) ||
+	    evtimer_pending(p->ev_accept_again, NULL))
+		return;
+	p->accept_paused = false;
+	event_add(p->ev_accept, NULL);
+}
+
+/* A connection's handshake is over (it proved the secret, is held for the
+ * verdict, or closed): room for the next one in the backlog. */
+static void pending_over(struct plane *p)
+{
+	p->npending--;
+	accept_resume(p);
+}
+
 /* Every listed node's addresses, for plane_where.  An entry that does not
  * resolve is asked again later (names may resolve late), at most once a
  * second, so that strangers' JOINs cannot keep the loop in the resolver;
@@ -242,7 +270,7 @@ static void other_secret(struct conn *c, const struct plane_msg *m)
 	if (a.held) {
 		/* bounded by the node count, not by the strangers' cap */
 		c->node = k;
-		p->npending--;
+		pending_over(p);
 	} else {
 		bool say = p->strangers_said++ < MAX_STRANGER_LINES;
 
@@ -271,7 +299,7 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 		return;
 	}
 	c->authed = true;
-	p->npending--;
+	pending_over(p);
 	plane_conn_seal(c, p->cfg->secret, c->nonce, m->nonce, true);
 	c->sealed_in = true;
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
@@ -381,7 +409,7 @@ static void on_dropped(struct conn *c)
 	struct plane *p = c->p;
 
 	if (!c->authed && c->node < 0)
-		p->npending--;
+		pending_over(p);
 	if (c->node >= 0 && c->node < p->cfg->nnodes && p->by_node[c->node] == c)
 		p->by_node[c->node] = NULL;
 	if (p->el)
@@ -453,15 +481,31 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	socklen_t sl = sizeof(ss);
 	int fd;
 
-	while ((fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		/* The cap on connections that have not proved the secret:
-		 * the newest waits its turn in the backlog no more. */
-		if (p->npending >= PLANE_MAX_PENDING || p->ended)
+	while (p->npending < plane_max_pending(p->cfg->nnodes)) {
+		fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			/* the connection stays in the backlog; the listener
+			 * would only wake us again at once */
+			struct timeval tv = clock_tv(0.1);
+
+			accept_pause(p);
+			evtimer_add(p->ev_accept_again, &tv);
+			return;
+		}
+		if (fd < 0)
+			return;
+		if (p->ended)
 			close(fd);
 		else if (challenge(p, fd, (struct sockaddr *)&ss) < 0)
 			return;
 		sl = sizeof(ss);
 	}
+	accept_pause(p);
+}
+
+static void on_accept_again(evutil_socket_t fd, short what, void *arg)
+{
+	accept_resume(arg);
 }
 
 static void on_restart_due(evutil_socket_t fd, short what, void *arg)
@@ -494,9 +538,9 @@ static int listen_on_port(struct plane *p, char *err, size_t errlen)
 	int r;
 
 	/* Dual-stack where IPv6 exists, else IPv4 alone. */
-	r = sock_listen((struct sockaddr *)&a6, sizeof(a6), 64, 0, &p->lfd);
+	r = sock_listen((struct sockaddr *)&a6, sizeof(a6), PLANE_BACKLOG, 0, &p->lfd);
 	if (r == -EAFNOSUPPORT || r == -EADDRNOTAVAIL)
-		r = sock_listen((struct sockaddr *)&a4, sizeof(a4), 64, 0, &p->lfd);
+		r = sock_listen((struct sockaddr *)&a4, sizeof(a4), PLANE_BACKLOG, 0, &p->lfd);
 	if (r < 0)
 		snprintf(err, errlen, "cannot listen on the control port %d: %s%s", p->cfg->control_port,
 			 strerror(-r), r == -EADDRINUSE ? " (choose another with --control-port)" : "");
@@ -528,7 +572,8 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
 	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
 	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
-	if (!p->ev_accept || !p->ev_join || !p->ev_restart) {
+	p->ev_accept_again = evtimer_new(p->base, on_accept_again, p);
+	if (!p->ev_accept || !p->ev_join || !p->ev_restart || !p->ev_accept_again) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -624,13 +669,16 @@ void plane_chief_close(struct plane *p)
 		event_free(p->ev_join);
 	if (p->ev_restart)
 		event_free(p->ev_restart);
+	if (p->ev_accept_again)
+		event_free(p->ev_accept_again);
 	if (p->lfd >= 0)
 		close(p->lfd);
 	plane_elastic_close(p);
 	plane_coord_free(&p->coord);
 	free(p->by_node);
 	free(p->where);
-	p->ev_accept = p->ev_join = p->ev_restart = NULL;
+	p->ev_accept = p->ev_join = p->ev_restart = p->ev_accept_again = NULL;
+	p->accept_paused = false;
 	p->lfd = -1;
 	p->by_node = NULL;
 	p->where = NULL;
