@@ -16,6 +16,8 @@
 
 /* A peer that stops reading gets this much queued before it counts as lost. */
 #define OUT_MAX (1 << 20)
+/* A read takes up to this much, or the rest of a larger frame under way. */
+#define IN_CHUNK 1024
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -70,6 +72,7 @@ static void conn_free(struct conn *c)
 {
 	event_free(c->ev_read);
 	event_free(c->ev_write);
+	free(c->in);
 	free(c->out);
 	free(c);
 }
@@ -130,7 +133,9 @@ static void conn_flush(struct conn *c)
 	}
 	if (c->fd < 0)
 		return;
-	c->out_off = c->out_len = 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_off = c->out_len = c->out_cap = 0;
 	event_del(c->ev_write);
 	if (c->closing && !c->draining) {
 		/* A close with unread bytes in our queue would reset the
@@ -142,10 +147,11 @@ static void conn_flush(struct conn *c)
 	}
 }
 
-/* Room for n more bytes in c->out: 0, or -ENOMEM. */
+/* Room for n more bytes in c->out: 0, or -ENOMEM.  Most frames leave at
+ * once (conn_flush frees the queue then), so it starts at their size. */
 static int out_room(struct conn *c, size_t n)
 {
-	size_t cap = c->out_cap ? c->out_cap : 4096;
+	size_t cap = c->out_cap ? c->out_cap : 256;
 	unsigned char *b;
 
 	if (c->out_len + n <= c->out_cap)
@@ -275,6 +281,34 @@ static void take_frames(struct conn *c)
 	}
 }
 
+/* Room in c->in for the next read: IN_CHUNK, or the whole of a larger
+ * frame whose header came.  0, or -ENOMEM. */
+static int in_room(struct conn *c)
+{
+	long size = plane_frame_size(c->in, c->in_len);
+	size_t want = size > 0 && (size_t)size > c->in_len + IN_CHUNK ? (size_t)size : c->in_len + IN_CHUNK;
+	unsigned char *b;
+
+	if (c->in_cap - c->in_len >= IN_CHUNK || (size > 0 && c->in_cap >= (size_t)size))
+		return 0;
+	b = realloc(c->in, want);
+	if (!b)
+		return -ENOMEM;
+	c->in = b;
+	c->in_cap = want;
+	return 0;
+}
+
+/* Between frames a connection holds no input buffer. */
+static void in_release(struct conn *c)
+{
+	if (c->fd < 0 || c->in_len)
+		return;
+	free(c->in);
+	c->in = NULL;
+	c->in_cap = 0;
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -290,9 +324,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 			plane_conn_drop(c);
 		return;
 	}
-	n = read(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (in_room(c) < 0) {
+		plane_conn_lost(c, "out of memory");
 		return;
+	}
+	n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		in_release(c);
+		return;
+	}
 	if (n <= 0) {
 		/* a reset is a close too: the peer's process ended with our
 		 * bytes unread, which one word describes for the user */
@@ -303,6 +343,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	c->in_len += (size_t)n;
 	c->last_rx = clock_mono();
 	take_frames(c);
+	in_release(c);
 }
 
 /* A connection whose secret differs, held until the join names the odd

@@ -169,6 +169,12 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap);
  * more than PLANE_MAX_FRAME or nothing (checked before anything is kept). */
 long plane_frame_len(const unsigned char *buf, size_t have);
 
+/* The whole length of the frame a stream's first have bytes begin, as its
+ * header announces it (whether or not the rest is there yet): 0 while the
+ * header is not whole, -EMSGSIZE as for plane_frame_len.  What a reader
+ * must hold to take that frame. */
+long plane_frame_size(const unsigned char *buf, size_t have);
+
 /* Decodes one whole frame (as plane_frame_len measured it).  0, or -EPROTO
  * for anything malformed; m is then unspecified. */
 int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m);

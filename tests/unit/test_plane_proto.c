@@ -136,6 +136,22 @@ Test(plane_codec, lengths_are_checked_before_anything_is_kept)
 	leak_check();
 }
 
+/* What a reader must hold for the frame under way, known from its header
+ * alone: a connection's buffer grows to it, and no further. */
+Test(plane_codec, a_frame_s_size_is_known_from_its_header)
+{
+	unsigned char head[4] = { 0, 0, 0x40, 0 }, most[4] = { 0, 0, PLANE_MAX_FRAME >> 8, PLANE_MAX_FRAME & 0xff };
+	unsigned char huge[4] = { 0x80, 0, 0, 0 }, zero[4] = { 0 };
+
+	cr_assert_eq(plane_frame_size(head, 4), 4 + 0x4000);
+	cr_assert_eq(plane_frame_size(head, 3), 0, "a header not yet whole");
+	cr_assert_eq(plane_frame_size(most, 4), 4 + PLANE_MAX_FRAME);
+	cr_assert_eq(plane_frame_size(huge, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_size(zero, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_len(head, 4), 0, "known, but not whole");
+	leak_check();
+}
+
 static int decode_bytes(const char *bytes, size_t n)
 {
 	struct plane_msg m;
