@@ -3,7 +3,8 @@
  * once on one libevent loop over loopback TCP: what a large job does to it
  * that two nodes do not.  A join storm past the old cap on handshakes, the
  * memory a node costs the chief, a frame larger than a read arriving in
- * pieces and going to every node. */
+ * pieces and going to every node, and the last words of an END to more
+ * nodes than the chief used to wait for. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <event2/event.h>
@@ -419,4 +420,37 @@ LEAK_TEST_OPTS(plane_scale, a_large_frame_in_pieces_is_taken_whole_and_goes_to_e
 	}
 	cr_assert_eq(rec.stops, 1);
 	plane_close(p);
+}
+
+static int pending_error(int fd)
+{
+	int e = 0;
+	socklen_t el = sizeof(e);
+
+	cr_assert_eq(getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el), 0);
+	return e;
+}
+
+/* At its exit the chief reads what every node sent until each closes (or
+ * a second passes) before it closes: a close with unread bytes resets the
+ * connection, and a reset throws away what the node had not read yet of
+ * the END.  It waited on the first 64 connections only. */
+LEAK_TEST_OPTS(plane_scale, the_end_is_closed_without_a_reset_on_every_node, .timeout = 60)
+{
+	struct plane_cfg cfg;
+	struct plane *p;
+	int n = 80;
+
+	make_fakes(n);
+	p = open_chief(n, &cfg);
+	connect_all(&cfg);
+	join_all();
+	end_all(p);
+	for (int k = 0; k < n; k++) /* said after the END went out: the chief has not read it */
+		fake_send(k, &(struct plane_msg){ .type = PLANE_PING });
+	plane_close(p);
+	for (int k = 0; k < n; k++) {
+		cr_assert_eq(pending_error(fakes[k].fd), 0, "node %d's connection was reset", k + 1);
+		cr_assert_eq(fake_next_but_pings(k).type, PLANE_END);
+	}
 }
