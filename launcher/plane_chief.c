@@ -19,38 +19,42 @@
 /* Said at most this many times: a port scan must not flood stderr. */
 #define MAX_STRANGER_LINES 5
 
+/* Encoded once; each connection seals its own copy (its key, its count). */
 void plane_chief_broadcast(struct plane *p, const struct plane_msg *m, int except)
 {
-	for (int k = 1; k < p->nnodes; k++)
+	unsigned char frame[4 + PLANE_MAX_FRAME];
+	int n = plane_encode(m, frame, sizeof(frame));
+
+	for (int k = 1; n > 0 && k < p->nnodes; k++)
 		if (k != except && p->by_node[k])
-			plane_conn_send(p->by_node[k], m);
+			plane_conn_queue(p->by_node[k], frame, (size_t)n);
 }
 
 #define broadcast plane_chief_broadcast
 
-/* What START tells node k of a fixed-size job: its plan, attempt after
- * attempt. */
-static void fixed_round(const struct plane *p, int k, struct plane_round_info *ri)
+/* What START tells node k of a fixed-size job, whose first global rank
+ * is rank_base: its plan, attempt after attempt. */
+static void fixed_round(const struct plane *p, int k, int rank_base, struct plane_round_info *ri)
 {
 	const struct plane_cfg *g = p->cfg;
 
 	*ri = (struct plane_round_info){ .round = p->coord.restarts + 1, .restarts = p->coord.restarts,
-					 .nnodes = g->nnodes, .node_rank = k, .world_size = g->world_size };
-	for (int j = 0; j < k; j++)
-		ri->rank_base += g->slot_counts[j];
+					 .nnodes = g->nnodes, .node_rank = k, .rank_base = rank_base,
+					 .world_size = g->world_size };
 }
 
 /* Every node starts its workers, ours too. */
 static void start_all(struct plane *p)
 {
 	struct plane_msg m = { .type = PLANE_START };
+	int base = p->cfg->slot_counts[0];
 
-	for (int k = 1; k < p->nnodes; k++)
+	for (int k = 1; k < p->nnodes; base += p->cfg->slot_counts[k++])
 		if (p->by_node[k]) {
-			fixed_round(p, k, &m.round);
+			fixed_round(p, k, base, &m.round);
 			plane_conn_send(p->by_node[k], &m);
 		}
-	fixed_round(p, 0, &p->round);
+	fixed_round(p, 0, 0, &p->round);
 	p->h->start(p->arg, &p->round);
 }
 

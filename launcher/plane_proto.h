@@ -294,6 +294,8 @@ struct plane_coord {
 	const struct plane_coord_cfg *cfg;
 	enum plane_phase phase;
 	enum plane_node_state *st;  /* per node; the chief (node 0) is in from the start */
+	int nst[PLANE_N_TOLD + 1];  /* how many nodes are in each state: an event is O(1),
+				     * not a pass over every node */
 	int *done_code;             /* per node, with PLANE_N_DONE */
 	int joined;
 	struct plane_cause cause;   /* the job's root cause so far */
@@ -308,6 +310,7 @@ struct plane_coord {
 				     * cause): the job does not restart */
 	/* The join's evidence of secrets that differ (plane_coord_secret). */
 	bool *other_secret;         /* per node: it presented another secret than ours */
+	int presented;              /* ... how many did */
 	unsigned char (*ids)[AUTH_MAC_LEN];  /* ... with this secret id */
 	bool chief_odd;             /* the verdict: the chief's secret is the odd one */
 };

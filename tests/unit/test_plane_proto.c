@@ -872,6 +872,61 @@ Test(plane_codec, restart_survives_the_wire)
 	leak_check();
 }
 
+/* ---- A large job ----
+ * Every event is decided from counts of the nodes in each state, not a pass
+ * over every node: the counts must stay true through joins in any order, a
+ * restart, a node lost after it was done and one lost before. */
+
+#define BIG 4096
+
+LEAK_TEST(plane_coord_memory, a_job_of_4096_nodes_counts_its_nodes_through_a_restart)
+{
+	static int slots[BIG];
+	static char *addrs[BIG];
+	struct plane_coord_cfg cfg = { .nnodes = BIG, .slot_counts = slots, .world_size = BIG,
+				       .version = "0.1.0", .addrs = addrs, .join_timeout = 300,
+				       .restart = &policy };
+	struct plane_join j = sample_join();
+	struct plane_cause f = rank_fail(7, 3);
+	struct plane_coord c;
+	struct plane_acts a;
+
+	restart_init(&policy);
+	policy.max_restarts = 1;
+	for (int k = 0; k < BIG; k++) {
+		slots[k] = 1;
+		addrs[k] = "10.0.0.1";
+	}
+	f.when_ms = 1000; /* it ran: it may be restarted */
+	cr_assert_eq(plane_coord_init(&c, &cfg), 0);
+	j.world_size = BIG;
+	j.nnodes = BIG;
+	j.slots = 1;
+	for (int k = BIG - 1; k >= 1; k--) { /* in any order */
+		j.node_rank = k;
+		a = plane_coord_join(&c, &j);
+		cr_assert_eq(a.start, k == 1, "node %d", k);
+	}
+	cr_assert(plane_coord_fail(&c, 7, &f, 1.0).stop);
+	for (int k = 0; k < BIG; k++) {
+		a = plane_coord_done(&c, k, k == 7 ? 3 : 143);
+		cr_assert_eq(a.restart, k == BIG - 1, "node %d", k);
+	}
+	cr_assert(plane_coord_restart_now(&c).start);
+	/* attempt 2: node 5 is lost after it was done (nothing lost), the
+	 * rest succeed: the job ends with the last of them, 0 */
+	cr_assert(!plane_coord_done(&c, 5, 0).end);
+	cr_assert(!plane_coord_lost(&c, 5, "connection closed").stop);
+	for (int k = 0; k < BIG; k++) {
+		if (k == 5)
+			continue;
+		a = plane_coord_done(&c, k, 0);
+		cr_assert_eq(a.end, k == BIG - 1, "node %d", k);
+	}
+	cr_assert_eq(c.code, 0);
+	plane_coord_free(&c);
+}
+
 /* ---- What a coordinator holds, from init to free ----
  * The fixtures above keep theirs in a global, where a leak would look
  * reachable: these make and free their own inside the test. */
