@@ -358,6 +358,11 @@ static void get_cause(struct rbuf *r, struct plane_cause *c)
 	get_str(r, c->culprit_host, sizeof(c->culprit_host));
 }
 
+double plane_retry_wait(double delay, uint32_t r)
+{
+	return delay * (0.5 + (double)r / 4294967296.0);
+}
+
 long plane_frame_size(const unsigned char *buf, size_t have)
 {
 	uint32_t body;

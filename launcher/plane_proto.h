@@ -352,6 +352,12 @@ struct plane_acts {
  * with an error replaces it (the crash took its peers down). */
 #define PLANE_ROOT_WINDOW 0.25
 
+/* A node's next try to reach its chief, after one that failed, waits the
+ * backoff delay spread by r (a random number) over [delay/2, 3 delay/2):
+ * nodes that failed together (the chief not listening yet, a join storm of
+ * a thousand nodes) do not all try again at the same moment. */
+double plane_retry_wait(double delay, uint32_t r);
+
 /* A heartbeat timeout in seconds as JOIN carries it: whole milliseconds. */
 static inline int plane_hb_ms(double seconds)
 {

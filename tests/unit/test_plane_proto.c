@@ -136,6 +136,31 @@ Test(plane_codec, lengths_are_checked_before_anything_is_kept)
 	leak_check();
 }
 
+/* Nodes whose tries failed together spread their next ones over half to
+ * one and a half times the backoff delay, evenly, whatever the delay. */
+Test(plane_codec, a_retry_waits_the_delay_spread_at_random)
+{
+	double lo = 1e9, hi = 0, sum = 0;
+	int below = 0;
+
+	cr_assert_float_eq(plane_retry_wait(1.0, 0), 0.5, 1e-9);
+	cr_assert_lt(plane_retry_wait(1.0, UINT32_MAX), 1.5);
+	cr_assert_gt(plane_retry_wait(1.0, UINT32_MAX), 1.5 - 1e-6);
+	cr_assert_float_eq(plane_retry_wait(0.05, 1u << 31), 0.05, 1e-9, "the middle is the delay");
+	for (uint32_t i = 0; i < 1000; i++) {
+		double w = plane_retry_wait(0.2, i * 4294967u);
+
+		lo = w < lo ? w : lo;
+		hi = w > hi ? w : hi;
+		sum += w;
+		below += w < 0.2;
+	}
+	cr_assert_geq(lo, 0.1);
+	cr_assert_lt(hi, 0.3);
+	cr_assert_float_eq(sum / 1000, 0.2, 0.001, "on average the delay");
+	cr_assert(below > 450 && below < 550, "%d of 1000 below the delay", below);
+}
+
 /* What a reader must hold for the frame under way, known from its header
  * alone: a connection's buffer grows to it, and no further. */
 Test(plane_codec, a_frame_s_size_is_known_from_its_header)
