@@ -9,8 +9,8 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json and
-allreduce_nodes.json (any may be missing).  Without --dir nothing is
+DIR holds launch.json, wrap_rank.json, job_plane.json, scale.json,
+allreduce.json and allreduce_nodes.json (any may be missing).  Without --dir nothing is
 measured, merged or drawn: bench/README.md is written again from the
 results file as it is."""
 import argparse
@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 
+from scale_report import plot_scale, readme_scale, summary_rows as scale_rows
 
 
 def load(d, name):
@@ -433,7 +434,7 @@ def write_readme(doc, path):
            f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
-                    ("job_plane", readme_plane)):
+                    ("job_plane", readme_plane), ("scale", readme_scale)):
         if doc.get(key):
             section = fn(doc[key])
             when = doc[key].get("date")
@@ -483,7 +484,7 @@ def main():
         old = {}
     # A benchmark not run this time (bench/run --only) keeps its figures
     # from the results file, with the date they were measured.
-    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes"):
+    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "scale", "allreduce", "allreduce_nodes"):
         doc[name] = load(a.dir, name)
         if doc[name] is not None:
             doc[name].setdefault("date", now)
@@ -532,6 +533,11 @@ def main():
                          f"timeout {hb} s"))
         rows.append(("job plane: 3 nodes start to exit (ms)", "slotrun", f"{J['start_ms']['joined']:.1f}",
                      f"{J['start_ms']['alone']:.1f} as single-node jobs"))
+    if doc["scale"]:
+        rows += scale_rows(doc["scale"])
+        plot_scale(doc["scale"], os.path.join(a.plots, "scale.png"), a.dir,
+                   "set terminal pngcairo size 1400,750 font ',11'" if _has_cairo() else
+                   "set terminal png size 1400,750")
     A = doc["allreduce"]
     if A:
         res = A["results"]
