@@ -30,7 +30,9 @@ restart  the same with --max-restarts 1 --restart-delay 0 and no idle time:
 The chief's cost per node is its excess over a member (the same slot, the
 same worker) divided by N-1: what one more node costs the chief, in memory,
 fds, CPU to join, CPU per second of heartbeats (the idle time) and CPU of
-the failure's fan-out to the end.  The machine's cores run all 4N processes
+the failure's fan-out to the end.  The chief runs under SCHED_FIFO where it
+may (root) and the other nodes under SCHED_BATCH (sim_nodes.py says why);
+the results say whether it did.  The machine's cores run all 4N processes
 of the simulation (slotrun, wrap_rank, guard, worker per node): the join is
 measured from the last start, when the forking is over.  The 1-minute load
 average before each N is recorded: other tenants' load moves every figure
@@ -85,7 +87,7 @@ def one_job(slotrun, n, worker, tmp, restart):
         job.start()
         chief, member = job.pids[0], job.pids[1]
         starts = job.wait_events("start", 0, n, args.timeout, "every worker's start")
-        res = {"join_s": (max(e[3] for e in starts) - job.t_last) / 1e9,
+        res = {"chief_fifo": job.chief_rt, "join_s": (max(e[3] for e in starts) - job.t_last) / 1e9,
                # the chief starts its own worker once it sent every START
                "join_chief_s": ([e[3] for e in starts if e[1] == 0][0] - job.t_last) / 1e9,
                "chief": {"joined": job.proc(chief)}, "member": {"joined": job.proc(member)}}
@@ -136,6 +138,7 @@ def summarize(n, fails, restarts, errors, load):
     idle = args.idle
     return {
         "load": load, "args": " ".join(extra_for(n)), "ok": {"fail": len(fails), "restart": len(restarts)},
+        "chief_fifo": all(x["chief_fifo"] for x in both) if both else None,
         "errors": errors,
         "join_s": med([x["join_s"] for x in both]), "join_max_s": max((x["join_s"] for x in both), default=None),
         "reach_s": med([x["reach_s"] for x in fails]), "exit_s": med([x["exit_s"] for x in fails]),

@@ -109,9 +109,11 @@ def readme_scale(S):
            f"second of heartbeats alone (an idle window of {S.get('idle_s', '?')} s), and CPU from the "
            "failure to its exit.  Every process of all N nodes (slotrun, wrap_rank, its guard, the "
            "worker) shares the machine's cores, so the simulation starts 4N processes; the join is timed "
-           "from the last start, after the forking.  The nodes but the chief run under SCHED_BATCH, so that "
-           "one woken by the chief's message does not preempt the chief in the middle of a broadcast, as "
-           "it could not from a host of its own.  Medians of "
+           "from the last start, after the forking.  On N hosts no node's work would take the chief's "
+           "CPU; here the chief runs under SCHED_FIFO (where it may: root) and the other nodes under "
+           "SCHED_BATCH, so that the nodes its messages wake do not keep it waiting" +
+           ("" if all(r.get("chief_fifo") is not False for per in S.get("nodes", {}).values()
+                      for r in per.values()) else " (it could not here: not root)") + ".  Medians of "
            f"{S.get('runs', '?')} runs" + (f"; `{S['before']}`: slotrun built from that commit, in turns "
                                             "with this one" if S.get("before") else "") + ".  The goals: "
            + GOALS + ".", "", "![the job plane against N](scale.png)", "",
