@@ -10,9 +10,13 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
 DIR holds launch.json, wrap_rank.json, job_plane.json, scale.json,
-allreduce.json and allreduce_nodes.json (any may be missing).  Without --dir nothing is
-measured, merged or drawn: bench/README.md is written again from the
-results file as it is."""
+allreduce.json, allreduce_nodes.json, gpu_allreduce.json, elastic.json,
+seal.json and rdv_scale.json (any may be missing).  A
+section whose JSON is in DIR replaces the results file's, stamped with this
+run's date and machine; the others are kept as they were, with the date
+and machine they were measured on (said in the README where it differs).
+Without --dir nothing is measured, merged or drawn: bench/README.md is
+written again from the results file as it is."""
 import argparse
 import datetime
 import json
@@ -61,20 +65,55 @@ def plot(res, key, ranks, png, title, tmp, panel="n = {}"):
         curves = []
         for c, per_n in res[key].items():
             pts = sorted((int(s), v["busbw"]) for s, v in per_n.get(str(n), {}).items() if v["busbw"] > 0)
-            if not pts:
-                continue
-            dat = os.path.join(tmp, f"{key}-{c}-{n}.dat")
-            with open(dat, "w") as f:
-                f.writelines(f"{s} {b}\n" for s, b in pts)
-            curves.append(f"'{dat}' using 1:2 with linespoints lw 2 title '{LABEL.get(c, c)}'")
+            if pts:
+                curves.append(_curve(tmp, f"{key}-{c}-{n}", pts, LABEL.get(c, c)))
         lines.append(f"set title '{panel.format(n)}'")
         lines.append("plot " + ", ".join(curves))
-    lines.append("unset multiplot")
+    return _draw(lines, png, tmp)
+
+
+def _curve(tmp, name, pts, title):
+    """A data file of (x, y) points and the plot clause that draws it."""
+    dat = os.path.join(tmp, name.replace(" ", "_") + ".dat")
+    with open(dat, "w") as f:
+        f.writelines(f"{x} {y}\n" for x, y in pts)
+    return f"'{dat}' using 1:2 with linespoints lw 2 title '{title}'"
+
+
+def _draw(lines, png, tmp):
+    """Ends the multiplot and runs gnuplot on lines."""
     script = os.path.join(tmp, os.path.basename(png) + ".gp")
     with open(script, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines + ["unset multiplot"]) + "\n")
     subprocess.run(["gnuplot", script], check=True)
     return True
+
+
+def plot_rdv(R, png, tmp):
+    """The rendezvous's times against N, log-log: a panel per figure, a
+    line per contender (failed runs have no point)."""
+    if not shutil.which("gnuplot"):
+        print(f"report: no gnuplot, {png} not drawn", file=sys.stderr)
+        return False
+    panels = (("init_s", "init: last start to last rank past init (s)"),
+              ("barrier_ms", "barrier (ms)"), ("allgather_ms", "allgather of 8 bytes (ms)"))
+    lines = ["set terminal pngcairo size 1400,500 font ',11'" if _has_cairo() else
+             "set terminal png size 1400,500",
+             f"set output '{png}'",
+             f"set multiplot layout 1,3 title 'rendezvous of N ranks on one machine "
+             f"({os.cpu_count()} cores), median of {R['rounds']} rounds'",
+             "set logscale xy 2", "set grid", "set key top left", "set xlabel 'ranks'",
+             "set format y '%.3g'", "set xtics (" + ", ".join(f"'{n}' {n}" for n in R["sizes"]) + ")",
+             f"set xrange [{min(R['sizes']) / 1.5}:{max(R['sizes']) * 1.5}]"]
+    for key, title in panels:
+        curves = []
+        for c in R["contenders"]:
+            pts = [(int(n), v[key]) for n, v in sorted(R["results"][c].items(), key=lambda kv: int(kv[0]))
+                   if key in v and v[key] > 0]
+            if pts:
+                curves.append(_curve(tmp, f"rdv-{key}-{c}", pts, c))
+        lines += [f"set title '{title}'", "plot " + ", ".join(curves)]
+    return _draw(lines, png, tmp)
 
 
 def _has_cairo():
@@ -218,6 +257,43 @@ machine changed, not wrap_rank.
 unpacking cost about what it saved: over loopback compression pays only where
 the wire is the bottleneck.  Dividing after unpacking in float32 took 1.4 ms
 against 3.3 ms for an fp16 `avg` (1 Mi elements, 2 ranks).
+
+**Elastic jobs and the seal, first measured.**  On 2026-11-27 the machine was
+shared with other agents' builds and tests: the 1-minute load went from 12 to
+287 during `bench/elastic.py` and from 109 to 21 during `bench/seal.py`, on 2
+cores, so those figures are upper bounds until measured on a quiet machine.
+`bench/seal_cost` counts the thread's CPU time for that reason: timed by the
+wall clock under a load of 287 it gave 7.8 and 252 us for a sealed PING and
+STOP (2.2 and 68 us in CPU time).  A rank's failure to every node's exit came
+out 1.3 to 1.4x slower on the sealed build than on 41ee2c9 in three runs of
+`bench/seal.py`; the same case alone, 12 runs taking turns between 41ee2c9,
+51bcb1e (the seal alone) and the elastic build, at a load of 160 to 200, gave
+medians of 110, 94 and 129 ms: the seal itself does not show; what is left is
+the load, or the elastic work.
+
+**Rendezvous at scale, fix by fix.**  `bench/rdv_scale.py --sizes 1024` with each
+commit of the scale work as a contender, 3 rounds taking turns, medians, on
+2026-11-27 under a load average of 170 to 300 (other tenants): the wall times
+moved by 2x from round to round, so the CPU times and the heap are the figures
+to read.  Before the join-storm fix (41ee2c9) most runs of 256 ranks and every
+run of 1024 failed: genuine ranks were dropped the moment newer connections
+came.
+
+| library | init | barrier | allgather | rank 0's CPU (in init) | rank 0's heap | all ranks' CPU |
+|---|---:|---:|---:|---:|---:|---:|
+| eae6293 join storm | 30.7 s | 324 ms | 306 ms | 0.786 s (0.446 s) | 465 KiB | 22.9 s |
+| 6a6999c + table hashed once, sent to all at once | 32.7 s | 501 ms | 570 ms | 0.651 s (0.195 s) | 465 KiB | 20.9 s |
+| 8419820 + sorts, O(N) watch list | 11.3 s | 441 ms | 280 ms | 0.625 s (0.189 s) | 466 KiB | 21.2 s |
+| d8740d9 + node in the table | 15.4 s | 424 ms | 510 ms | 0.520 s (0.117 s) | 518 KiB | 20.4 s |
+| c435051 + addresses formatted when asked | 20.4 s | 407 ms | 416 ms | 0.551 s (0.147 s) | 518 KiB | 21.9 s |
+| 2b91fbf + host names in one buffer | 11.5 s | 371 ms | 339 ms | 0.462 s (0.129 s) | 276 KiB | 16.6 s |
+
+One of d8740d9's three runs failed after 153 s: a ring neighbour not
+scheduled for 5 s was dropped as a silent stranger (fixed in 39bfd4a, with
+test_ring_connect).  On this VM a page fault costs about 25 us and a fork and
+exit about 2.5 ms, so 1024 processes spend seconds of CPU on being processes;
+rank 0 spends about 35 us of CPU per rank per control collective (a receive
+and a send each).
 """
 
 
@@ -248,6 +324,8 @@ def machine_line(doc):
         cores, kernel = (int(g.group(1)), g.group(2)) if g else (None, None)
     parts = [f"CPU {cpu}" if cpu != NOT_RECORDED else "CPU model not recorded",
              f"{cores} cores" if cores else "core count not recorded"]
+    if isinstance(m, dict) and m.get("gpu"):
+        parts.insert(0, f"GPU {m['gpu']}")
     if kernel:
         parts.append(f"Linux {kernel}")
     return ", ".join(parts)
@@ -298,6 +376,100 @@ def readme_nodes(N):
         out.append(f"| {human(int(s))} | {cell(a) if a else '-'} | {cell(b) if b else '-'} | "
                    f"{ratio(b and b['time_us'], a and a['time_us'])} |")
     return out + [""]
+
+
+# What was checked and measured on the GPU by hand, beside the figures
+# bench/gpu_allreduce regenerates: each says when and on what.
+GPU_NOTES = """\
+**Checked.**  On 2026-11-27, on the same H200, one rank, every type and op
+from 4 B to 64 MiB by 4 (`nccl_worker --backend nccl -b 4 -e 64M -f 4 -d all
+-o all`, the cases of `e2e_nccl_gpu`): 390 rows of 390 in place (built from
+41ee2c9) and 390 of 390 out of place (`-O`, built from b4bc051), 0 wrong
+elements.  With the test hook spoiling one element of the result and one of
+the send buffer (`NCCL_WORKER_TEST_CORRUPT_RANK=0`), every row counted 2 wrong,
+the changed send buffer was named, and nccl_worker exited 1.
+
+**Abort on timeout.**  The same day and GPU, rank 0 of 2 with
+`SLOTRUN_TIMEOUT=10`, against a rank 1 that joins the rendezvous and then never
+reaches NCCL: rank 0 exited 1 after 10.4 s, naming the call:
+`ncclCommInitRankConfig(...) did not finish within 10s (SLOTRUN_TIMEOUT)`.
+
+**The wait for the GPU, before and after b4bc051.**  The NCCL backend spins
+1 ms waiting for the GPU, then slept 1 ms at a time: 20 all-reduces of 256 MiB
+(2.6 ms of work) ended up to 1 ms late.  The same sweep the day of the fix,
+each build beside nccl-tests in its own invocation: out of place, 256 MiB
+1631 against 2071 GB/s (0.79x nccl-tests) before, 2035 against 2072 (0.98x)
+after; 1 GiB 1951 against 2109 (0.93x) before, 2097 against 2109 (0.995x)
+after.  The wait now sleeps a 32nd of the time waited so far (20 us to 1 ms).
+
+**Not measured.**  Several ranks on several GPUs: the machine had one GPU
+(NCCL refuses two ranks on one: "Duplicate GPU detected").  So nothing here
+measures NCCL between GPUs (NVLink, PCIe, the network) or a real all-reduce's
+busbw; `bench/gpu_allreduce` runs one rank.
+
+**How to run it.**  On a machine with an NVIDIA GPU, CUDA with nvcc, and NCCL:
+
+```
+meson setup build-rel -Dbuildtype=release -Dcuda=enabled -Dtests=false && ninja -C build-rel
+bench/gpu_allreduce --bin build-rel/nccl_worker/nccl_worker --nccl-tests nccl-tests/build/all_reduce_perf
+```
+
+`--json FILE` keeps the figures; `bench/run --only gpu_allreduce` measures them
+and writes them here (`all_reduce_perf` from PATH).  nccl-tests:
+`make -C nccl-tests MPI=0 CUDA_HOME=/usr/local/cuda NCCL_HOME=<NCCL's folder>` in a clone of
+github.com/NVIDIA/nccl-tests.  Where NCCL is not in the loader's path (PyTorch's
+wheel: `.../site-packages/nvidia/nccl/lib`), set `LD_LIBRARY_PATH`.  The
+checks: `meson test -C build e2e_nccl_gpu` in a build with `-Dcuda=enabled`.
+"""
+
+
+def readme_gpu(G):
+    """The all-reduce on one GPU: bench/gpu_allreduce's table, then
+    GPU_NOTES."""
+    res = G["results"]
+    ours, d2d, ip = res.get("ours", {}), res.get("d2d", {}), res.get("ours_in_place", {})
+    T = G.get("nccl_tests") or {}
+    nt, nt_ip = ({}, {}) if "skipped" in T else (res.get("nccl_tests", {}), res.get("nccl_tests_in_place", {}))
+    gpu = G.get("gpu") or {}
+    baseline, skipped = "", ""
+    if "skipped" in T:
+        skipped = f"  nccl-tests was not run ({T['skipped']}): its columns are left out."
+    else:
+        baseline = (" and beside the out-of-place column of nccl-tests' `all_reduce_perf -g 1` ("
+                    + (T.get("version") or "version not recorded").split()[0]
+                    + (f", commit {T['commit']}" if T.get("commit") else "") + ")")
+    out = ["## On a GPU", "",
+           f"`bench/gpu_allreduce`: one rank on one {gpu.get('name', 'GPU')}"
+           + (f" (driver {gpu['driver']})" if gpu.get("driver") else "")
+           + f", nccl_worker's NCCL backend ({', '.join((G.get('backend') or '').split(', ')[1:]) or '?'}), "
+           f"{G.get('type', 'float32')} {G.get('op', 'sum')}, {G.get('iters', '?')} iterations after "
+           f"{G.get('warmup', '?')} warm-up, median of {G.get('rounds', '?')} rounds in which the contenders "
+           "take turns.  One rank's all-reduce is a copy of its buffer: out of place (`-O`) it is set beside "
+           f"a plain device-to-device copy (`bench/gpu/d2d_copy.cu`: cudaMemcpyAsync, one stream){baseline}; "
+           "in place it moves nothing, and its time is what a call costs.  algbw in GB/s, size / time "
+           f"(time per all-reduce).  Ratio: ours over the baseline (above 1: ours is faster).{skipped}", ""]
+    head = ["size", "nccl_worker -O"] + (["nccl-tests", "ours / nccl-tests"] if nt else []) + \
+        ["d2d copy", "ours / copy", "in place: nccl_worker"] + (["in place: nccl-tests"] if nt else [])
+    out += ["| " + " | ".join(head) + " |", "|" + "---:|" * len(head)]
+    for s in sorted(ours, key=int):
+        a = ours[s]
+        cells = [human(int(s)), gcell(a)]
+        if nt:
+            cells += [gcell(nt.get(s)), gratio(a, nt.get(s))]
+        cells += [gcell(d2d.get(s)), gratio(a, d2d.get(s)), f"{ip[s]['time_us']:.2f} us" if s in ip else "-"]
+        if nt:
+            cells.append(f"{nt_ip[s]['time_us']:.2f} us" if s in nt_ip else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    return out + ["", GPU_NOTES]
+
+
+def gcell(v):
+    return f"{v['algbw']:.2f} ({fmt_time(v['time_us'])})" if v else "-"
+
+
+def gratio(ours, base):
+    """Ours over the baseline in algbw: above 1, ours is faster."""
+    return f"{ours['algbw'] / base['algbw']:.3f}x" if ours and base and base["algbw"] else "-"
 
 
 FLOOR_TEXT = "floor: `sh -c` starting {n} `/bin/true` in the background, then `wait`"
@@ -421,6 +593,174 @@ def readme_plane(J):
     return out + [""]
 
 
+def span(s):
+    """A benchmark's summary {median, min, max} as "681 ms (473..912)"."""
+    return f"{s['median']:.0f} ms ({s['min']:.0f}..{s['max']:.0f})"
+
+
+def load_line(doc):
+    """ "  1-minute load average 0.97 before, 3.39 after." where recorded."""
+    if "load_before" not in doc or "load_after" not in doc:
+        return ""
+    return f"  1-minute load average {doc['load_before']:.2f} before, {doc['load_after']:.2f} after."
+
+
+def readme_elastic(E):
+    if "skipped" in E:
+        return ["## Elastic jobs", "", f"Skipped: {E['skipped']}", ""]
+    hb = E.get("heartbeat_timeout_s", 5)
+    w = E["alone_ms"]["median"]
+    goal = (hb + 2) * 1000
+    out = ["## Elastic jobs", "",
+           f"`bench/elastic.py`: {E.get('nodes', 3)} network-namespace nodes x {E.get('slots', 2)} slots, "
+           f"`slotrun --nnodes 2:3 --max-restarts 5`, the default `--heartbeat-timeout` ({hb:g} s) and "
+           "grace; workers that print their round and their clock, then idle.  Times from the ranks' own "
+           f"clock readings, median (min..max) of {E.get('runs', '?')} runs.  The baseline, the workers' own "
+           "start: a one-node slotrun (`--nnodes 1 --slots 2`) from launch to its 2 ranks up, "
+           f"{span(E['alone_ms'])}, taking turns with the join.  The goals are the ones elastic jobs were "
+           "built to meet." + load_line(E), "",
+           "| figure | slotrun | goal | against the baseline |", "|---|---:|---:|---|",
+           f"| a node's SIGKILL (slotrun and workers) to the 4 survivors' ranks up in the next round | "
+           f"{span(E['kill_ms'])} | <= {goal:.0f} ms (timeout + 2 s) | "
+           f"{E['kill_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a node's cable pulled, to the same | {span(E['cut_ms'])} | <= {goal:.0f} ms | "
+           f"the {hb:g} s timeout + {E['cut_ms']['median'] - hb * 1000:.0f} ms |",
+           f"| the chief's SIGKILL to the other 2 nodes' 4 ranks up (node 1 takes over) | "
+           f"{span(E['chief_ms'])} | - | {E['chief_ms']['median'] / w:.2f}x the workers' own start |",
+           f"| a new node's launch to its 2 ranks up in the re-formed job | {span(E['join_ms'])} | "
+           f"<= {2000 + w:.0f} ms (2 s + the workers' own start) | {E['join_ms']['median'] / w:.2f}x "
+           f"the workers' own start (+{E['join_ms']['median'] - w:.0f} ms) |"]
+    T = E.get("torchrun") or {}
+    if "skipped" in T:
+        out += ["", f"torchrun: skipped ({T['skipped']})."]
+    elif T:
+        k = E["kill_ms"]["median"]
+
+        def ms(v, deadline=None):
+            if v is None:
+                return f"none within {deadline} s" if deadline else "none"
+            return f"{v:.0f} ms"
+        own = T.get("alone_ms")
+        out += [f"| torchrun {T.get('version', '')} (gloo, c10d): its workers' own start, a one-node "
+                f"torchrun (`--standalone`) from launch to its 2 ranks' first step | {ms(own)} | - | "
+                + (f"{own / w:.1f}x slotrun's |" if own else "- |"),
+                f"| torchrun, a node's SIGKILL to the survivors' first training step, 1 run | "
+                f"{ms(T['kill_ms'])} | - | "
+                + (f"{T['kill_ms'] / k:.1f}x slotrun's" + (f", {T['kill_ms'] / own:.1f}x its workers' own "
+                                                           "start |" if own else " |")
+                   if T["kill_ms"] else "- |"),
+                f"| torchrun, a node's cable pulled, gloo's default timeout (30 min) | "
+                f"{ms(T['cut_default_ms'], T.get('cut_default_deadline_s'))} | - | - |",
+                f"| torchrun, a node's cable pulled, `init_process_group(timeout={T['pg_timeout_s']} s)` | "
+                f"{ms(T['cut_pg_timeout_ms'])} | - | "
+                + (f"{T['cut_pg_timeout_ms'] / E['cut_ms']['median']:.1f}x slotrun's |"
+                   if T["cut_pg_timeout_ms"] else "- |"),
+                "", "torchrun: `torchrun --nnodes 2:3 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint "
+                "<node 0>:29500 --max_restarts 5 --redirects 1 --tee 1 bench/torch_elastic_loop.py` (a DDP "
+                "loop on gloo, 0.1 s a step), each node in a UTS namespace of its own with its own host name "
+                "(torchrun hands its workers rank 0's host name as MASTER_ADDR).  Debian's torchrun 1.13 "
+                "spells its flags with underscores, and on Python 3.11 it dies with its default "
+                "`--redirects 0 --tee 0` (its `Std.from_str('0')` is None there), hence `--redirects 1 "
+                "--tee 1`.  Its figures are to a training step, slotrun's to a worker's start.  With a "
+                "cable pulled, the survivors wait in gloo's all-reduce until the process group's timeout "
+                "(30 minutes by default); the benchmark gives up after the time shown and measures once more "
+                "with a shorter timeout."]
+    return out + [""]
+
+
+def readme_seal(S):
+    c = S["seal_cost"]
+    out = ["## The job plane's seal", "",
+           f"`bench/seal_cost`: {c['rounds']} batches of {c['frames']} frames, sealed and plain taking turns; "
+           f"median ns per frame ({c.get('clock', 'wall-clock time')}).  Each frame sealed carries a "
+           f"{c.get('tag_bytes', 16)}-byte tag "
+           "(HMAC-SHA256 under the connection's key, cut to 128 bits)." + load_line(S), "",
+           "| frame | bytes | encode + decode | + seal + open | the seal's cost |", "|---|---:|---:|---:|---:|"]
+    names = {"ping": "PING", "stop": "STOP, a full cause with an 8 KiB tail"}
+    for k in ("ping", "stop"):
+        f = c[k]
+        out.append(f"| {names[k]} | {f['bytes']} | {f['plain_ns']:.0f} ns | {f['sealed_ns']:.0f} ns | "
+                   f"+{f['sealed_ns'] - f['plain_ns']:.0f} ns ({f['sealed_ns'] / f['plain_ns']:.1f}x) |")
+    J = S.get("job_plane") or {}
+    if "skipped" in J:
+        return out + ["", f"The job plane before and after: skipped ({J['skipped']}).", ""]
+    if not J:
+        return out + [""]
+    out += ["", f"`bench/job_plane.py` (above) against slotrun built from {J['old_commit']}, the commit before "
+            f"the seal, and this build, {J['pairs']} invocations of {J['runs']} runs each, taking turns; the "
+            "median of each side's invocations.  This build carries the elastic work as well.", "",
+            "| figure | before the seal | sealed | sealed / before |", "|---|---:|---:|---:|"]
+    labels = [("failure_to_every_exit_ms", "a rank's failure to every node's exit", "{:.0f} ms", 1),
+              ("cut_link_lost_s_5", "a cut link to the node declared lost, heartbeat 5 s", "{:.2f} s", 1),
+              ("cut_link_lost_s_2", "the same, heartbeat 2 s", "{:.2f} s", 1),
+              ("start_joined_ms", "start to exit of 3 nodes x 2 `/bin/true`", "{:.1f} ms", 1),
+              ("start_alone_ms", "the same as three single-node jobs (no plane)", "{:.1f} ms", 1)]
+    for key, what, f, _ in labels:
+        b, a = J["before"].get(key), J["sealed"].get(key)
+        if b is None or a is None:
+            continue
+        out.append(f"| {what} | {f.format(b)} | {f.format(a)} | {a / b:.2f}x |")
+    return out + [""]
+
+
+def _rdv_cell(v, key, fmt, runs):
+    """v[key] as fmt, or why there is none (runs: the figures' summary)."""
+    if key not in v:
+        return "failed" if runs.get("failures") else "-"
+    return fmt.format(v[key])
+
+
+def readme_rdv(R):
+    res, cs = R["results"], R["contenders"]
+    ours = cs[0]
+    out = ["## Rendezvous at scale", "",
+           f"`bench/rdv_scale.py`: N ranks of the comm library forked on this machine by `bench/rdv_scale` "
+           "(no launcher; loopback; each rank its own host name) and released at once into "
+           f"`slotcomm_init` (`SLOTRUN_TRANSPORT=tcp`), {R['iters']} barriers and {R['iters']} allgathers "
+           "of 8 bytes checked on every rank; median of "
+           f"{R['rounds']} rounds in which the contenders take turns.  Init: from the last rank's start "
+           "to the last rank past init; barrier and allgather: from the last rank's entry to the last "
+           "rank's exit.  The baselines are this driver linked against the library of earlier commits: "
+           + ", ".join(f"`{c}`" + (f" ({R['revs'][c]})" if c in R.get("revs", {}) else "") for c in cs[1:])
+           + ".  Ratio: the baseline's figure over ours.  With "
+           "every rank on 2 cores, the wall times are bounded by the CPU time of all ranks together, "
+           "and they move with the machine's load: 1-minute load average "
+           f"{R.get('load_before', float('nan')):.2f} before, {R.get('load_after', float('nan')):.2f} "
+           f"after (net.core.somaxconn {R.get('somaxconn', '?')}).  For scale, not comparison (their "
+           "ranks run on thousands of hosts): torchrun's c10d rendezvous on the libuv TCPStore joins "
+           "4,000 hosts in about 10 s and connects 96K ranks in about 100 s.", "",
+           "![rendezvous times against N](rdv_scale.png)", ""]
+    head = "| N | figure | " + " | ".join(f"`{c}`" for c in cs) + "".join(
+        f" | `{c}` / ours" for c in cs[1:]) + " |"
+    out += [head, "|---:|---|" + "---:|" * (2 * len(cs) - 1)]
+    rows = (("init_s", "init (s)", "{:.3f}", None), ("barrier_ms", "barrier (ms)", "{:.1f}", None),
+            ("allgather_ms", "allgather (ms)", "{:.1f}", None),
+            ("cpu_s", "rank 0's CPU (s)", "{:.3f}", "rank0"),
+            ("ranks_cpu_s", "all ranks' CPU (s)", "{:.2f}", None))
+    for n in R["sizes"]:
+        for key, what, fmt, sub in rows:
+            vals = []
+            for c in cs:
+                v = res.get(c, {}).get(str(n), {})
+                vals.append((v.get(sub, {}) if sub else v, v))
+            cells = [_rdv_cell(x, key, fmt, v) for x, v in vals]
+            mine = vals[0][0].get(key)
+            ratios = [ratio(x.get(key), mine) for x, _ in vals[1:]]
+            out.append(f"| {n} | {what} | " + " | ".join(cells) + "".join(f" | {r}" for r in ratios) + " |")
+    out += ["", f"Rank 0 of `{ours}`: memory and descriptors (heap: what `slotcomm_init` left allocated).", "",
+            "| N | peak RSS | heap | heap per rank | descriptors opened |", "|---:|---:|---:|---:|---:|"]
+    for n in R["sizes"]:
+        v = res.get(ours, {}).get(str(n), {}).get("rank0")
+        if v:
+            out.append(f"| {n} | {v['peak_rss_kib'] / 1024:.1f} MiB | {v['heap_bytes'] / 1024:.0f} KiB | "
+                       f"{v['heap_bytes'] / n:.0f} B | {v['fds']:.0f} |")
+    fails = [(c, n, v) for c in cs for n, v in res.get(c, {}).items() if v.get("failures")]
+    if fails:
+        out += ["", "Failed runs:", ""]
+        out += [f"- `{c}`, N = {n}: {v['failures']} of {v['runs']}: {v.get('error', '?')}" for c, n, v in fails]
+    return out + [""]
+
+
 def write_readme(doc, path):
     """bench/README.md from a results document: the machine and date, every
     figure beside its baseline and the ratio, then the lab log's notes."""
@@ -431,16 +771,20 @@ def write_readme(doc, path):
            "installs gnuplot and Open MPI where missing).  `bench/report.py` alone writes this file "
            "again from `bench/results.json`.  Run them on an otherwise idle machine: every figure "
            "here moves with the machine's load.", "",
-           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}.", ""]
-    for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes),
+           f"Measured {doc.get('date') or NOT_RECORDED} on {machine_line(doc)}" +
+           (" (the newest run; a section from an earlier one says when)." if any(
+               (doc.get(k) or {}).get("measured", {}).get("date") not in (None, doc.get("date"))
+               for k in SECTIONS) else "."), ""]
+    for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes), ("gpu_allreduce", readme_gpu),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
-                    ("job_plane", readme_plane), ("scale", readme_scale)):
+                    ("job_plane", readme_plane), ("scale", readme_scale), ("elastic", readme_elastic),
+                    ("seal", readme_seal), ("rdv_scale", readme_rdv)):
         if doc.get(key):
-            section = fn(doc[key])
-            when = doc[key].get("date")
-            if when and when != doc.get("date"):  # kept from an earlier run
-                section[2:2] = [f"Measured {when}.", ""]
-            out += section
+            sec = fn(doc[key])
+            when = doc[key].get("measured") or {}
+            if when.get("date") and when.get("date") != doc.get("date"):
+                sec[2:2] = [f"Measured {when['date']} on {machine_line(when)}.", ""]
+            out += sec
     text = "\n".join(out) + "\n" + NOTES
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
@@ -461,6 +805,37 @@ def cpu_model():
     return None
 
 
+SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "scale", "allreduce", "allreduce_nodes",
+            "gpu_allreduce", "elastic", "seal", "rdv_scale")
+
+
+def merge(d, results):
+    """The results document: the sections whose JSON is in d, stamped with
+    this run's date and machine, and the results file's others as they were
+    (stamped with the date and machine they were measured on).  Returns it
+    and the names of the sections measured now."""
+    now = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+           "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
+    try:
+        with open(results) as f:
+            old = json.load(f)
+    except FileNotFoundError:
+        old = {}
+    doc, fresh = dict(now), set()
+    for name in SECTIONS:
+        sec = load(d, name)
+        if sec is not None:
+            sec["measured"] = now
+            if sec.get("gpu"):   # the machine is named by its GPU too
+                sec["measured"] = dict(now, machine=dict(now["machine"], gpu=sec["gpu"].get("name")))
+            fresh.add(name)
+        elif old.get(name):
+            sec = old[name]
+            sec.setdefault("measured", {"date": old.get("date"), "machine": old.get("machine")})
+        doc[name] = sec
+    return doc, fresh
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -475,27 +850,12 @@ def main():
         write_readme(doc, a.readme)
         print(f"report: {a.readme} written from {a.results}")
         return
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    doc = {"date": now, "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "kernel": os.uname().release}}
-    try:
-        with open(a.results) as f:
-            old = json.load(f)
-    except FileNotFoundError:
-        old = {}
-    # A benchmark not run this time (bench/run --only) keeps its figures
-    # from the results file, with the date they were measured.
-    for name in ("launch", "status_poll", "wrap_rank", "job_plane", "scale", "allreduce", "allreduce_nodes"):
-        doc[name] = load(a.dir, name)
-        if doc[name] is not None:
-            doc[name].setdefault("date", now)
-        elif old.get(name):
-            doc[name] = old[name]
-            doc[name].setdefault("date", old.get("date"))
-            print(f"report: {name}: kept from {a.results} (measured {doc[name]['date']})")
+    doc, fresh = merge(a.dir, a.results)
     with open(a.results, "w") as f:
         json.dump(doc, f, indent=1)
 
     rows = []
+    full, doc = doc, {k: (v if k in fresh else None) if k in SECTIONS else v for k, v in doc.items()}
     L = doc["launch"]
     if L:
         for n, per in sorted(L["launch"].items(), key=lambda kv: int(kv[0])):
@@ -533,7 +893,7 @@ def main():
                          f"timeout {hb} s"))
         rows.append(("job plane: 3 nodes start to exit (ms)", "slotrun", f"{J['start_ms']['joined']:.1f}",
                      f"{J['start_ms']['alone']:.1f} as single-node jobs"))
-    if doc["scale"]:
+    if doc.get("scale"):
         rows += scale_rows(doc["scale"])
         plot_scale(doc["scale"], os.path.join(a.plots, "scale.png"), a.dir,
                    "set terminal pngcairo size 1400,750 font ',11'" if _has_cairo() else
@@ -571,11 +931,56 @@ def main():
              f"all-reduce float32 sum across {N['nodes']} namespace nodes x {N['slots']} ranks on "
              f"{os.cpu_count()} cores, median of {N['rounds']} rounds", a.dir, panel="{} ranks per node")
 
+    G = doc.get("gpu_allreduce")
+    if G:
+        res = G["results"]
+        for s, v in sorted(res.get("ours", {}).items(), key=lambda kv: int(kv[0])):
+            base = [f"{gratio(v, res[k].get(s))} {name}" for k, name in (("nccl_tests", "nccl-tests"),
+                                                                          ("d2d", "d2d copy")) if k in res]
+            rows.append((f"GPU all-reduce out of place {human(int(s))} algbw GB/s (us)", "nccl_worker -O",
+                         f"{v['algbw']:.2f} ({v['time_us']:.1f})", ", ".join(base)))
+    E = doc.get("elastic")
+    if E and "skipped" not in E:
+        w = E["alone_ms"]["median"]
+        hb = E.get("heartbeat_timeout_s", 5) * 1000
+        for key, what in (("kill_ms", "a node's SIGKILL"), ("cut_ms", "a node's cable pulled"),
+                          ("chief_ms", "the chief's SIGKILL"), ("join_ms", "a new node's launch")):
+            v = E[key]["median"]
+            rows.append((f"elastic: {what} to ranks up in the next round (ms)", "slotrun", f"{v:.0f}",
+                         f"the {hb:.0f} ms timeout + {v - hb:.0f}" if key == "cut_ms" else
+                         f"{v / w:.2f} x the workers' own start ({w:.0f})"))
+        T = E.get("torchrun") or {}
+        if T.get("kill_ms"):
+            rows.append(("elastic: a node's SIGKILL to the next step (ms)", "torchrun", f"{T['kill_ms']:.0f}",
+                         f"{T['kill_ms'] / E['kill_ms']['median']:.1f} x slotrun"))
+    S = doc.get("seal")
+    if S:
+        for k in ("ping", "stop"):
+            c = S["seal_cost"][k]
+            rows.append((f"seal: {k} frame, {c['bytes']} B, encode+decode (ns)", "+seal+open",
+                         f"{c['sealed_ns']:.0f}", f"{c['plain_ns']:.0f} without"))
+        J = S.get("job_plane") or {}
+        for k, v in (J.get("sealed") or {}).items():
+            b = J["before"][k]
+            rows.append((f"seal: job plane {k}", "sealed", f"{v:.3g}", f"{v / b:.2f} x before ({b:.3g})"))
+    R = doc.get("rdv_scale")
+    if R:
+        ours = R["contenders"][0]
+        for n in R["sizes"]:
+            v = R["results"][ours].get(str(n), {})
+            if "init_s" not in v:
+                continue
+            for c in R["contenders"][1:]:
+                b = R["results"].get(c, {}).get(str(n), {})
+                rows.append((f"rendezvous n={n}: init s / barrier ms / allgather ms", ours,
+                             f"{v['init_s']:.3f} / {v['barrier_ms']:.1f} / {v['allgather_ms']:.1f}",
+                             f"{b['init_s'] / v['init_s']:.2f}x {c}" if "init_s" in b else f"{c} failed"))
+        plot_rdv(R, os.path.join(a.plots, "rdv_scale.png"), a.dir)
     w = [max(len(r[i]) for r in rows) if rows else 0 for i in range(4)]
-    print(f"# summary ({doc['date']}); every figure with its baseline from the same run")
+    print(f"# summary ({doc['date']}) of what ran now; every figure with its baseline from the same run")
     for r in rows:
         print(f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:>{w[2]}}  {r[3]}")
-    write_readme(doc, a.readme)
+    write_readme(full, a.readme)
     print(f"report: {a.readme} written")
 
 

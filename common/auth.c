@@ -32,6 +32,11 @@ void auth_mac(unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *l
 	sodium_memzero(&st, sizeof(st));
 }
 
+void auth_digest(unsigned char digest[AUTH_DIGEST_LEN], const void *data, size_t len)
+{
+	crypto_hash_sha256(digest, data, len);
+}
+
 bool auth_check(const unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,
 		const unsigned char *first, const unsigned char *second, const void *data, size_t len)
 {

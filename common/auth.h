@@ -16,6 +16,7 @@
 
 #define AUTH_NONCE_LEN 32
 #define AUTH_MAC_LEN 32
+#define AUTH_DIGEST_LEN 32
 
 /* Initialises libsodium (idempotent).  Returns 0 or -EIO. */
 int auth_init(void);
@@ -28,6 +29,10 @@ void auth_nonce(unsigned char nonce[AUTH_NONCE_LEN]);
  * NULL when len is 0. */
 void auth_mac(unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,
 	      const unsigned char *first, const unsigned char *second, const void *data, size_t len);
+
+/* digest = SHA-256(data[0..len)): what a MAC may cover instead of data
+ * when one sender seals the same large data for many receivers. */
+void auth_digest(unsigned char digest[AUTH_DIGEST_LEN], const void *data, size_t len);
 
 /* Whether mac is the MAC of those inputs; compared in constant time. */
 bool auth_check(const unsigned char mac[AUTH_MAC_LEN], const char *secret, const char *label,

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,6 +141,38 @@ int sock_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns)
 	return 0;
 }
 
+bool sock_pause_until(int64_t pause_ns, int64_t deadline_ns)
+{
+	int64_t now = sock_now_ns(), until = now + pause_ns;
+	struct timespec ts;
+
+	if (now >= deadline_ns)
+		return false;
+	if (until > deadline_ns)
+		until = deadline_ns;
+	ts.tv_sec = (until - now) / 1000000000;
+	ts.tv_nsec = (until - now) % 1000000000;
+	nanosleep(&ts, NULL);
+	return true;
+}
+
+int64_t sock_backoff(int64_t *pause_ns, int64_t max_ns, uint64_t rnd)
+{
+	int64_t p = *pause_ns < max_ns ? *pause_ns : max_ns, half = p / 2;
+
+	*pause_ns = p > max_ns / 2 ? max_ns : 2 * p;
+	return half + (int64_t)(rnd % (uint64_t)(p - half + 1));
+}
+
+uint64_t sock_random(void)
+{
+	uint64_t r;
+
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (uint64_t)sock_now_ns() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	return r;
+}
+
 int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64_t deadline_ns,
 		 int *fdp)
 {
@@ -184,20 +217,8 @@ int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64
 		    err != ETIMEDOUT && err != EINTR && err != ECONNRESET && err != EAGAIN)
 			return -err;
 		/* Not listening yet: pause (bounded by the deadline) and retry. */
-		{
-			int64_t now = sock_now_ns(), until = now + pause_ns;
-			struct timespec ts;
-
-			if (now >= deadline_ns)
-				return -ETIMEDOUT;
-			if (until > deadline_ns)
-				until = deadline_ns;
-			ts.tv_sec = (until - now) / 1000000000;
-			ts.tv_nsec = (until - now) % 1000000000;
-			nanosleep(&ts, NULL);
-			if (pause_ns < 200 * 1000000)
-				pause_ns *= 2;
-		}
+		if (!sock_pause_until(sock_backoff(&pause_ns, 200 * 1000000, sock_random()), deadline_ns))
+			return -ETIMEDOUT;
 	}
 }
 
@@ -208,22 +229,6 @@ int sock_gai_may_mend(int gai)
 	       || gai == EAI_NODATA
 #endif
 		;
-}
-
-/* Sleeps pause_ns, but not past the deadline: false when it has passed. */
-static bool pause_until(int64_t pause_ns, int64_t deadline_ns)
-{
-	int64_t now = sock_now_ns(), until = now + pause_ns;
-	struct timespec ts;
-
-	if (now >= deadline_ns)
-		return false;
-	if (until > deadline_ns)
-		until = deadline_ns;
-	ts.tv_sec = (until - now) / 1000000000;
-	ts.tv_nsec = (until - now) % 1000000000;
-	nanosleep(&ts, NULL);
-	return true;
 }
 
 /* An address needs no resolver: its failed answer (a bad service, say)
@@ -261,7 +266,7 @@ int sock_resolve(const char *host, const char *port, const struct addrinfo *hint
 		if (waiting && !said)
 			waiting(arg, g);
 		said = true;
-		if (!pause_until(pause_ns, deadline_ns))
+		if (!sock_pause_until(pause_ns, deadline_ns))
 			return -ETIMEDOUT;
 		if (pause_ns < 1000000000)
 			pause_ns *= 2;

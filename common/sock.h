@@ -13,6 +13,7 @@
 #define SLOTRUN_SOCK_H
 
 #include <netdb.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -43,8 +44,22 @@ int sock_send_all(int fd, const void *buf, size_t len, int64_t deadline_ns);
 /* Reads exactly len bytes; SOCK_EOF when the stream ends first. */
 int sock_recv_all(int fd, void *buf, size_t len, int64_t deadline_ns);
 
+/* Sleeps pause_ns, but not past the deadline: false when it had passed. */
+bool sock_pause_until(int64_t pause_ns, int64_t deadline_ns);
+
+/* The pause before the next try of something that failed: the current
+ * pause (*pause_ns, at most max_ns) with "equal jitter" -- between half and
+ * all of it, picked by rnd -- so that processes started together do not
+ * come back together; *pause_ns doubles for the try after (up to max_ns).
+ * Pure. */
+int64_t sock_backoff(int64_t *pause_ns, int64_t max_ns, uint64_t rnd);
+
+/* 64 random bits for sock_backoff (getrandom, or the clock and the pid). */
+uint64_t sock_random(void);
+
 /* Connects to sa, retrying refused/unreachable attempts (the listener may
- * not be up yet) with a growing pause until the deadline.  On success *fd is
+ * not be up yet) with a growing, jittered pause (sock_backoff, 5 ms up to
+ * 200 ms) until the deadline.  On success *fd is
  * a connected, blocking, CLOEXEC socket, tuned with sock_tune(bufbytes)
  * before connecting (buffer sizes set later do not widen the TCP window). */
 int sock_connect(const struct sockaddr *sa, socklen_t salen, int bufbytes, int64_t deadline_ns,

@@ -76,7 +76,7 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		goto fail;
 	}
 	/* an elastic node that may be the chief looks for a running job at the
-	 * other addresses it was given first (plane_member.c, seek_list) */
+	 * other addresses it was given first (plane_seek.c, seek_list) */
 	if (p->chief && plane_elastic(cfg) && has_others(cfg)) {
 		p->chief = false;
 		p->side = &plane_member_side;

@@ -22,10 +22,6 @@
 
 #define PLANE_DEFAULT_JOIN_TIMEOUT 300.0
 #define PLANE_DEFAULT_HB_TIMEOUT 5.0
-/* Heartbeats go out every timeout / PLANE_HB_PER_TIMEOUT seconds: four can
- * be lost in a row before a node is declared lost.  Silence is checked
- * twice as often, so a lost node is declared within timeout + timeout/10. */
-#define PLANE_HB_PER_TIMEOUT 5
 /* A connection that has not proved the secret within this many seconds is
  * dropped.  The chief holds at most plane_max_pending(nnodes) of them at
  * once: every node of the job may be in its handshake at the same moment

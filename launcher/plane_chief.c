@@ -427,6 +427,8 @@ static void on_lost(struct conn *c, const char *why)
 
 	if (!c->authed)
 		return;
+	if (c->p->self_stalled) /* it gave us up: our stall, said already */
+		why = "it gave this node up";
 	if (c->p->el && plane_elastic_lost(c, why))
 		return;
 	if (c->node < 0)
@@ -441,8 +443,32 @@ static void on_connected(struct conn *c, int err)
 	(void)err; /* the chief connects to nobody */
 }
 
+/* Our loop did not run for longer than the nodes wait (plane_conn_awake):
+ * they gave the chief up, and the job ends naming this node. */
+static void on_stalled(struct plane *p, double gap)
+{
+	char why[PLANE_TEXT_MAX];
+	struct plane_acts a;
+
+	if (!p->ever_started && !(p->el && !plane_elastic_idle(p)) && p->coord.phase != PLANE_RUNNING &&
+	    p->coord.phase != PLANE_RESTARTING)
+		return;
+	p->self_stalled = true;
+	snprintf(why, sizeof(why), "it did not run for %.1f s (its slotrun was stopped or starved), longer than "
+		 "the other nodes wait", gap);
+	plane_say(p, "this node, node 0 (%s), did not run for %.1f s: the other nodes gave it up", plane_host(p, 0),
+		  gap);
+	if (p->el && plane_elastic_idle(p)) {
+		plane_elastic_self_lost(p, why);
+		return;
+	}
+	a = plane_coord_self_lost(&p->coord, plane_host(p, 0), why);
+	apply(p, &a, NULL);
+}
+
 const struct plane_side plane_chief_side = {
 	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
+	.stalled = on_stalled,
 };
 
 /* A new connection: it gets our nonce and has PLANE_AUTH_DEADLINE to

@@ -314,6 +314,11 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	ssize_t n;
 
+	/* a stall of ours comes first: what this read brings (a peer that gave
+	 * us up closed its end) is its consequence */
+	plane_conn_awake(c->p);
+	if (c->fd < 0 || c->p->ended)
+		return;
 	if (c->connecting)
 		return;
 	if (c->draining) {
@@ -355,8 +360,36 @@ static bool waits_for_verdict(const struct conn *c)
 	return c->p->chief ? c->node >= 0 : c->p->mstate == M_REFUSED;
 }
 
+/* Seconds since the peer's host last acknowledged what we sent (TCP's
+ * own ACKs, which a host sends whether or not its slotrun runs), or -1. */
+static double host_ago(const struct conn *c)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(c->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 || len < sizeof(ti))
+		return -1;
+	return ti.tcpi_last_ack_recv / 1000.0;
+}
+
+/* c's peer is lost for silence: a node of an elastic job that gave its
+ * chief up does not close the connection (docs/job-plane.md, "No two
+ * jobs"). */
+static void silent_lost(struct conn *c, const char *why)
+{
+	struct plane *p = c->p;
+
+	if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {
+		plane_conn_abandon(c);
+		p->side->lost(c, why);
+	} else {
+		plane_conn_lost(c, why);
+	}
+}
+
 /* One connection's deadlines at now: a drain or a handshake that took too
- * long, a peer silent too long; and our heartbeat when it is due. */
+ * long, a peer silent too long (plane_silence: unless its host still
+ * answers, for a while); and our heartbeat when it is due. */
 static void check(struct conn *c, double now, const char *silent)
 {
 	struct plane *p = c->p;
@@ -377,15 +410,20 @@ static void check(struct conn *c, double now, const char *silent)
 	 * its round is in the job: it hears heartbeats and must send them) */
 	if (c->closing || c->paused || (p->chief && c->node < 0 && !c->waiting))
 		return;
-	if (now - c->last_rx > p->cfg->hb_timeout) {
-		if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {
-			/* no close: docs/job-plane.md, "No two jobs" */
-			plane_conn_abandon(c);
-			p->side->lost(c, silent);
-		} else {
-			plane_conn_lost(c, silent);
-		}
+	switch (plane_silence(now - c->last_rx, host_ago(c), p->cfg->hb_timeout)) {
+	case PLANE_LOST_SILENT:
+		silent_lost(c, silent);
 		return;
+	case PLANE_LOST_STALLED: {
+		char why[128];
+
+		snprintf(why, sizeof(why), "it did not answer for %g s (its host did: its slotrun is stopped or "
+			 "starved)", PLANE_STALL_BOUND * p->cfg->hb_timeout);
+		silent_lost(c, why);
+		return;
+	}
+	default: /* heard, or waited for: it still gets our heartbeats */
+		break;
 	}
 	if (now - c->last_tx >= p->interval * 0.95)
 		plane_conn_send(c, &(struct plane_msg){ .type = PLANE_PING });
@@ -438,17 +476,32 @@ void plane_conn_woke(struct plane *p)
 {
 	double now = clock_mono();
 
+	p->last_run = now;
 	for (struct conn *c = p->conns; c; c = c->next)
 		c->last_rx = now;
+}
+
+void plane_conn_awake(struct plane *p)
+{
+	double now = clock_mono(), gap = now - p->last_run;
+
+	p->last_run = now;
+	if (p->ended || !plane_self_stalled(gap, p->cfg->hb_timeout))
+		return;
+	plane_conn_woke(p); /* what we did not read meanwhile is no silence of theirs */
+	if (plane_self_given_up(gap, p->cfg->hb_timeout) && p->side->stalled)
+		p->side->stalled(p, gap);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
-	double now = clock_mono();
+	double now;
 	char silent[64];
 
 	bury(p);
+	plane_conn_awake(p);
+	now = clock_mono();
 	snprintf(silent, sizeof(silent), "no heartbeat for %g s", p->cfg->hb_timeout);
 	/* (a loss may close others, this one's next too: closed ones link
 	 * only to closed ones) */
@@ -462,6 +515,7 @@ int plane_conn_start_tick(struct plane *p)
 {
 	struct timeval tv = clock_tv(p->interval / 2);
 
+	p->last_run = clock_mono();
 	p->ev_tick = event_new(p->base, -1, EV_PERSIST, on_tick, p);
 	if (!p->ev_tick)
 		return -ENOMEM;

@@ -100,6 +100,13 @@ void plane_conn_flush_now(struct plane *p, double seconds);
  * now. */
 void plane_conn_woke(struct plane *p);
 
+/* Called first by every callback of the plane: a gap since the last one
+ * longer than a stall (plane_self_stalled) means our own loop did not run
+ * (stopped, starved); every peer counts as heard now, and when the gap is
+ * past what the peers wait for (plane_self_given_up) the side names this
+ * node (stalled). */
+void plane_conn_awake(struct plane *p);
+
 /* The heartbeat timer, every interval / 2: heartbeats out, silence and
  * handshake deadlines in, closed connections freed.  Returns 0 or
  * -ENOMEM. */

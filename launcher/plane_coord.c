@@ -558,6 +558,27 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 	return maybe_end(c, a);
 }
 
+struct plane_acts plane_coord_self_lost(struct plane_coord *c, const char *host, const char *why)
+{
+	struct plane_acts a = { .origin = -1 };
+	struct plane_cause self = { .kind = PLANE_CAUSE_LOST, .node = 0 };
+
+	snprintf(self.host, sizeof(self.host), "%s", host);
+	snprintf(self.text, sizeof(self.text), "%s", why);
+	if (c->phase == PLANE_RESTARTING) { /* nothing runs: the job ends now */
+		c->cause = self;
+		c->code = plane_cause_code(&self);
+		return end_now(c, a);
+	}
+	if (c->phase != PLANE_RUNNING)
+		return a;
+	c->told_stop = true;
+	if (c->cause.kind != PLANE_CAUSE_LOST) /* a node lost meanwhile was lost of this */
+		c->cause = self;
+	a.stop = true;
+	return a;
+}
+
 struct plane_acts plane_coord_grow(struct plane_coord *c, const char *host)
 {
 	struct plane_acts a = { .origin = -1 };

@@ -601,6 +601,17 @@ void plane_elastic_local_done(struct plane *p)
 	}
 }
 
+void plane_elastic_self_lost(struct plane *p, const char *why)
+{
+	struct plane_cause self = { .kind = PLANE_CAUSE_LOST, .node = 0 };
+
+	if (p->el->phase == EL_OVER || (p->el->phase == EL_GATHER && !p->ever_started))
+		return;
+	snprintf(self.host, sizeof(self.host), "%s", p->el->self_host);
+	snprintf(self.text, sizeof(self.text), "%s", why);
+	end_job(p, 1, &self, "");
+}
+
 void plane_elastic_join_timeout(struct plane *p)
 {
 	struct plane_elastic *el = p->el;

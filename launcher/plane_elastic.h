@@ -47,6 +47,10 @@ void plane_elastic_local_signal(struct plane *p, int sig, bool stops, const char
 /* Our workers are all reaped while no round runs (after a failover). */
 void plane_elastic_local_done(struct plane *p);
 
+/* Our own loop did not run for longer than the nodes wait, while no round
+ * runs: the job ends, naming this node (why). */
+void plane_elastic_self_lost(struct plane *p, const char *why);
+
 /* The join timeout, before the first round. */
 void plane_elastic_join_timeout(struct plane *p);
 

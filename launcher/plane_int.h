@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Inside the job plane: its state, shared by plane.c (the entry points),
  * plane_conn.c (the connections), plane_chief.c (the chief's side) and
- * plane_member.c (another node's side).  Not for use outside them. */
+ * plane_member.c and plane_seek.c (another node's side).  Not for use outside them. */
 #ifndef SLOTRUN_PLANE_INT_H
 #define SLOTRUN_PLANE_INT_H
 
@@ -26,6 +26,9 @@ struct plane_side {
 	void (*lost)(struct conn *c, const char *why);
 	/* c's connect(2) finished: 0 or an errno. */
 	void (*connected)(struct conn *c, int err);
+	/* Our own loop did not run for gap seconds, longer than the peers
+	 * wait for a silent node: they gave this node up; it names itself. */
+	void (*stalled)(struct plane *p, double gap);
 };
 
 /* M_REFUSED: the chief refused our secret and may still say whose secret
@@ -51,6 +54,8 @@ struct plane {
 	struct plane_round_info round;  /* the last round this node started (round 0: none) */
 	struct event *ev_tick;
 	double interval;
+	double last_run;          /* clock_mono() when the plane last ran (plane_conn_awake) */
+	bool self_stalled;        /* this node did not run for longer than its peers wait */
 	char **hosts;             /* per node, for messages: cfg->addrs, where one
 	                           * is unknown the address it joined from */
 	struct conn *conns;       /* every open connection */

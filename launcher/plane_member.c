@@ -1,416 +1,22 @@
 // SPDX-License-Identifier: MIT
 #include "plane_member.h"
 
-#include <errno.h>
-#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include "clock.h"
-#include "plane_chief.h"
 #include "plane_conn.h"
 #include "plane_query.h"
 #include "plane_round.h"
+#include "plane_seek.h"
 #include "quote.h"
 #include "sock.h"
-
-#include <sodium.h>
 
 /* How many of the first bytes a stranger on the control port sent are
  * shown. */
 #define SHOWN_BYTES 32
-
-static void try_connect(struct plane *p);
-static void refused(struct plane *p);
-static void next_target(struct plane *p);
-
-/* Where an elastic node looks for its chief: a new node cycles through the
- * addresses it was given until the join timeout; a node whose chief was
- * lost tries the round's next chiefs in rank order, once, each for the
- * heartbeat timeout (its own turn: it takes over). */
-struct plane_seek {
-	int n, at;
-	char (*host)[PLANE_HOST_MAX];
-	int *rank;                /* failover: each one's rank in the lost round */
-	bool failover;
-	bool probe;               /* a node that may be the chief looks for a running job
-				   * first (one pass over the others' addresses) */
-	bool chief_dead;          /* failover: the lost chief's host closed its connection */
-	double per;               /* seconds each target gets */
-	struct event *ev_turn;    /* the end of the current target's turn */
-	char lost[PLANE_TEXT_MAX];  /* failover: why the chief was lost */
-};
-
-static void seek_free(struct plane *p)
-{
-	struct plane_seek *s = p->seek;
-
-	if (!s)
-		return;
-	if (s->ev_turn)
-		event_free(s->ev_turn);
-	free(s->host);
-	free(s->rank);
-	free(s);
-	p->seek = NULL;
-}
-
-/* The address this node connects to now. */
-static const char *target(const struct plane *p)
-{
-	return p->seek ? p->seek->host[p->seek->at] : plane_host(p, 0);
-}
-
-static void on_turn(evutil_socket_t fd, short what, void *arg)
-{
-	struct plane *p = arg;
-	struct conn *c = p->chief_conn;
-
-	if (p->ended || !p->seek || (c && c->authed))
-		return;
-	if (c && c->connecting)
-		snprintf(p->connect_err, sizeof(p->connect_err), "the connection got no answer");
-	else if (c)
-		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
-	if (c)
-		plane_conn_drop(c);
-	evtimer_del(p->ev_retry);
-	next_target(p);
-}
-
-static struct plane_seek *seek_new(struct plane *p, int n, double per)
-{
-	struct plane_seek *s = calloc(1, sizeof(*s));
-
-	if (s) {
-		s->host = calloc((size_t)n, sizeof(*s->host));
-		s->rank = calloc((size_t)n, sizeof(*s->rank));
-		s->ev_turn = evtimer_new(p->base, on_turn, p);
-		s->per = per;
-	}
-	if (!s || !s->host || !s->rank || !s->ev_turn) {
-		p->seek = s;
-		seek_free(p);
-		return NULL;
-	}
-	seek_free(p);
-	p->seek = s;
-	return s;
-}
-
-/* A new elastic node's targets: every address it was given, the chief's
- * first; a node that may be the chief probes the others (probe) once, for
- * a job that runs already (its chief lost and replaced) before it listens
- * itself.  None when there is only the chief's. */
-static int seek_list(struct plane *p, bool probe)
-{
-	const struct plane_cfg *g = p->cfg;
-	struct plane_seek *s;
-	int n = 0;
-
-	for (int k = probe; k < g->nnodes; k++)
-		n += ci_addr_known(g->addrs[k]);
-	if (n < (probe ? 1 : 2))
-		return 0;
-	if (!(s = seek_new(p, n, probe ? 1.0 : 2.0)))
-		return -ENOMEM;
-	s->probe = probe;
-	for (int k = probe; k < g->nnodes; k++)
-		if (ci_addr_known(g->addrs[k]))
-			snprintf(s->host[s->n++], sizeof(s->host[0]), "%s", g->addrs[k]);
-	return 0;
-}
-
-static void begin_turn(struct plane *p)
-{
-	struct timeval tv = clock_tv(p->seek->per);
-
-	p->retry_delay = 0.05;
-	evtimer_add(p->seek->ev_turn, &tv);
-}
-
-/* The one deadline of the join (connect, handshake, retries): the node
- * gives up with the last reason (status 2). */
-static void give_up(struct plane *p)
-{
-	char where[512] = "";
-	size_t o = 0;
-
-	if (p->seek && !p->seek->failover) {
-		for (int i = 0; i < p->seek->n && o + 1 < sizeof(where); i++) {
-			snprintf(where + o, sizeof(where) - o, "%s%s:%d", i ? ", " : "any of ", p->seek->host[i],
-				 p->cfg->control_port);
-			o += strlen(where + o);
-		}
-	} else {
-		snprintf(where, sizeof(where), "%s:%d", plane_host(p, 0), p->cfg->control_port);
-	}
-	plane_say(p, "could not join the chief at %s within %g s: %s", where, p->cfg->join_timeout,
-		  p->connect_err[0] ? p->connect_err : "no answer");
-	plane_end_job(p, 2, NULL);
-}
-
-/* Another try after a short, growing delay, spread at random
- * (plane_retry_wait); none that would start past the join deadline (its
- * timer gives up then). */
-static void schedule_retry(struct plane *p)
-{
-	double left = p->join_deadline - clock_mono(), wait;
-	struct timeval tv;
-
-	if (p->ended)
-		return;
-	p->mstate = M_CONNECTING;
-	wait = plane_retry_wait(p->retry_delay, randombytes_random());
-	if (wait >= left)
-		return;
-	tv = clock_tv(wait);
-	evtimer_add(p->ev_retry, &tv);
-	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
-}
-
-/* Why this try failed, then the next one: at the same address, or, for a
- * new elastic node whose connection was refused (nobody listens there:
- * not the chief), at the next. */
-static void retry_after(struct plane *p, const char *why)
-{
-	snprintf(p->connect_err, sizeof(p->connect_err), "%s", why);
-	if (p->seek && !p->seek->failover && (!strcmp(why, strerror(ECONNREFUSED)) || p->seek->probe)) {
-		evtimer_del(p->seek->ev_turn);
-		next_target(p);
-		return;
-	}
-	schedule_retry(p);
-}
-
-/* A non-blocking connect(2) to the chief: 0, or the errno. */
-static int open_socket(struct plane *p, int *fd)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
-	char port[16];
-	int r;
-
-	snprintf(port, sizeof(port), "%d", p->cfg->control_port);
-	r = getaddrinfo(target(p), port, &hints, &res);
-	if (r != 0) {
-		snprintf(p->connect_err, sizeof(p->connect_err), "cannot resolve %s: %s", target(p),
-			 gai_strerror(r));
-		return -1;
-	}
-	*fd = socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (*fd < 0) {
-		r = errno;
-		freeaddrinfo(res);
-		return r;
-	}
-	(void)sock_tune(*fd, 0);
-	r = connect(*fd, res->ai_addr, res->ai_addrlen) < 0 && errno != EINPROGRESS ? errno : 0;
-	freeaddrinfo(res);
-	if (r)
-		close(*fd);
-	return r;
-}
-
-static void try_connect(struct plane *p)
-{
-	struct conn *c;
-	int fd, r;
-
-	r = open_socket(p, &fd);
-	if (r < 0) { /* connect_err says why */
-		schedule_retry(p);
-		return;
-	}
-	if (r > 0) {
-		retry_after(p, strerror(r));
-		return;
-	}
-	c = plane_conn_new(p, fd, target(p));
-	if (!c) {
-		close(fd);
-		retry_after(p, "out of memory");
-		return;
-	}
-	p->chief_conn = c;
-	c->connecting = true;
-	p->mstate = M_CONNECTING;
-	event_add(c->ev_write, NULL);
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-	try_connect(arg);
-}
-
-/* The join deadline: a connect the network never answered, a handshake
- * still under way or the last failed try ends the join here. */
-static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
-{
-	struct plane *p = arg;
-	struct conn *c = p->chief_conn;
-
-	if (p->ended || p->chief || p->ever_started || (c && c->authed))
-		return;
-	if (p->mstate == M_REFUSED) {
-		refused(p);
-		return;
-	}
-	if (c && c->connecting)
-		snprintf(p->connect_err, sizeof(p->connect_err),
-			 "the connection got no answer (is a firewall dropping it?)");
-	else if (c)
-		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
-	if (c)
-		plane_conn_drop(c);
-	evtimer_del(p->ev_retry);
-	give_up(p);
-}
-
-/* ---- After the chief's loss (elastic) ---- */
-
-/* No node of the lost round took over: this node ends, as a node that
- * lost its chief in a fixed-size job does (status 1, once its workers are
- * reaped). */
-static void no_successor(struct plane *p)
-{
-	char names[512] = "";
-	size_t o = 0;
-
-	for (int i = 0; i < p->seek->n && o + 1 < sizeof(names); i++) {
-		snprintf(names + o, sizeof(names) - o, "%s%s", i ? ", " : "", p->seek->host[i]);
-		o += strlen(names + o);
-	}
-	plane_say(p, "no node that could take over as the chief answered (%s, %g s each; the last: %s): this "
-		  "node stops", names, p->seek->per, p->connect_err[0] ? p->connect_err : "no answer");
-	seek_free(p);
-	if (p->local_done)
-		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
-}
-
-/* Our turn among the lost round's next chiefs: we take over.  When we
- * cannot listen, the next one's turn comes. */
-static void take_over(struct plane *p)
-{
-	struct plane_seek *s = p->seek;
-	char err[256];
-
-	evtimer_del(p->ev_retry);
-	evtimer_del(s->ev_turn);
-	p->chief = true;
-	p->side = &plane_chief_side;
-	if (plane_chief_take_over(p, s->chief_dead, s->lost, err, sizeof(err)) == 0) {
-		seek_free(p);
-		return;
-	}
-	plane_chief_close(p);
-	p->chief = false;
-	p->side = &plane_member_side;
-	plane_say(p, "this node cannot take over as the chief: %s", err);
-	next_target(p);
-}
-
-/* A node that may be the chief found no running job at the others'
- * addresses: it listens as the chief, or, when another slotrun on its
- * host holds the port (PLANE_MAYBE_CHIEF), joins that one. */
-static void probe_over(struct plane *p)
-{
-	char err[256];
-	int r;
-
-	seek_free(p);
-	evtimer_del(p->ev_retry);
-	p->chief = true;
-	p->side = &plane_chief_side;
-	r = plane_chief_open(p, err, sizeof(err));
-	if (r == 0) {
-		evtimer_del(p->ev_deadline);
-		return;
-	}
-	plane_chief_close(p);
-	p->chief = false;
-	p->side = &plane_member_side;
-	if (r != -EADDRINUSE || p->cfg->role != PLANE_MAYBE_CHIEF) {
-		plane_say(p, "%s", err);
-		plane_end_job(p, 2, NULL);
-		return;
-	}
-	if (seek_list(p, false) < 0) {
-		plane_say(p, "out of memory");
-		plane_end_job(p, 2, NULL);
-		return;
-	}
-	if (p->seek)
-		begin_turn(p);
-	try_connect(p);
-}
-
-/* The current target's turn is over: the next one's, from the start of
- * the list again for a new node (until the join deadline), or, after the
- * chief's loss, the next chief's (ours: we take over). */
-static void next_target(struct plane *p)
-{
-	struct plane_seek *s = p->seek;
-
-	if (!s) {
-		schedule_retry(p);
-		return;
-	}
-	if (++s->at == s->n) {
-		if (s->failover) {
-			no_successor(p);
-			return;
-		}
-		if (s->probe) {
-			probe_over(p);
-			return;
-		}
-		s->at = 0;
-	}
-	if (s->failover && s->rank[s->at] == p->rank) {
-		take_over(p);
-		return;
-	}
-	begin_turn(p);
-	p->mstate = M_CONNECTING;
-	if (s->at == 0) /* a whole pass over the list: the usual backoff */
-		schedule_retry(p);
-	else
-		try_connect(p);
-}
-
-/* The chief of the round this node was in is lost: its next chiefs, in
- * rank order from the round's candidates, each get the heartbeat timeout
- * to answer (they learn of the loss about when we do); the first that
- * answers is the new chief.  Ours: we take over. */
-static void seek_successor(struct plane *p, bool chief_dead, const char *why)
-{
-	const struct plane_round_info *ri = &p->round;
-	struct plane_seek *s = seek_new(p, ri->ncand, p->cfg->hb_timeout);
-
-	if (!s) {
-		plane_say(p, "cannot look for a new chief: out of memory");
-		if (p->local_done)
-			plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
-		return;
-	}
-	s->failover = true;
-	s->chief_dead = chief_dead;
-	snprintf(s->lost, sizeof(s->lost), "%s", why);
-	for (int i = 0; i < ri->ncand; i++) {
-		s->rank[s->n] = ri->cand_rank[i];
-		snprintf(s->host[s->n++], sizeof(s->host[0]), "%s", ri->cand_host[i]);
-	}
-	if (!s->n) {
-		no_successor(p);
-		return;
-	}
-	s->at = -1;
-	next_target(p);
-}
 
 /* The chief's CHAL: answer with our JOIN, proving the secret. */
 static void send_join(struct conn *c, const struct plane_msg *m)
@@ -440,7 +46,7 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 		/* the address the chief reaches us at; a node that comes back
 		 * after a failover says which round it was in, and its rank */
 		snprintf(j.host, sizeof(j.host), "%s", mine);
-		if (p->seek && p->seek->failover) {
+		if (plane_seek_failover(p)) {
 			j.round = p->round.round;
 			j.node_rank = p->round.node_rank;
 			j.restarts = p->round.restarts;
@@ -463,15 +69,6 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 	p->mstate = M_WAITING; /* for WELCOME, then START */
 }
 
-/* The chief refused our secret and said nothing more: status 2, since
- * retrying with the same secret would not change that. */
-static void refused(struct plane *p)
-{
-	plane_say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
-		  "(or --secret-file) on every node", plane_host(p, 0), p->cfg->control_port);
-	plane_end_job(p, 2, NULL);
-}
-
 /* After a REFUSE, the chief may say whose secret is the odd one before it
  * closes (PLANE_MISMATCH): the join ends on every node with that line.
  * The message is not authenticated (the secrets differ), so it only
@@ -483,7 +80,7 @@ static void mismatch(struct conn *c, const struct plane_msg *m)
 	int odd = m->node;
 
 	if (m->type != PLANE_MISMATCH) {
-		refused(p);
+		plane_seek_refused(p);
 		return;
 	}
 	if (odd >= p->cfg->nnodes || (odd != 0 && odd != p->cfg->node_rank))
@@ -515,15 +112,13 @@ static void check_welcome(struct conn *c, const struct plane_msg *m)
 	}
 	c->authed = true;
 	c->sealed_in = true;
-	if (p->seek && p->seek->failover) {
+	plane_seek_found(p);
+	if (plane_seek_failover(p)) {
 		/* the new chief starts the next round once our workers of the
 		 * lost one are reaped */
-		evtimer_del(p->seek->ev_turn);
 		p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_NONE };
 		if (p->local_done)
 			plane_conn_send(c, &(struct plane_msg){ .type = PLANE_DONE, .code = 0 });
-	} else if (p->seek) {
-		evtimer_del(p->seek->ev_turn);
 	}
 }
 
@@ -548,7 +143,7 @@ static void start_round(struct plane *p, const struct plane_round_info *ri)
 		plane_round_line(ri, line, sizeof(line));
 		plane_say(p, "%s", line);
 	}
-	seek_free(p);
+	plane_seek_forget(p);
 	p->mstate = M_RUNNING;
 	p->ever_started = true;
 	p->local_done = false;
@@ -637,6 +232,8 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
  * to decide once they are reaped. */
 static void chief_gone(struct plane *p, const char *why, bool chief_dead)
 {
+	if (p->self_stalled) /* the chief gave us up for our stall, said already */
+		return;
 	char line[PLANE_TEXT_MAX];
 
 	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = 0 };
@@ -652,14 +249,13 @@ static void chief_gone(struct plane *p, const char *why, bool chief_dead)
 		plane_say(p, "stopping this node's workers: %s", line);
 	p->h->stop(p->arg, 0);
 	p->mstate = M_CONNECTING;
-	if (plane_elastic(p->cfg) && p->seek && p->seek->failover) {
+	if (plane_elastic(p->cfg) && plane_seek_failover(p)) {
 		/* the chief we found is lost in turn: the next one */
-		evtimer_del(p->seek->ev_turn);
-		next_target(p);
+		plane_seek_next(p);
 		return;
 	}
 	if (plane_elastic(p->cfg)) {
-		seek_successor(p, chief_dead, why);
+		plane_seek_successor(p, chief_dead, why);
 		return;
 	}
 	if (p->local_done)
@@ -721,11 +317,11 @@ static void not_slotrun(struct conn *c)
 static void on_lost(struct conn *c, const char *why)
 {
 	if (c->p->mstate == M_REFUSED)
-		refused(c->p);
+		plane_seek_refused(c->p);
 	else if (!c->authed && c->p->mstate == M_HELLO && !may_be_slotrun(c))
 		not_slotrun(c);
 	else if (!c->authed) /* not our chief yet: try again */
-		retry_after(c->p, why);
+		plane_seek_retry(c->p, why);
 	else
 		chief_gone(c->p, why, c->peer_gone);
 }
@@ -742,36 +338,46 @@ static void on_connected(struct conn *c, int err)
 		struct plane *p = c->p;
 
 		plane_conn_drop(c);
-		retry_after(p, strerror(err));
+		plane_seek_retry(p, strerror(err));
 		return;
 	}
 	c->p->mstate = M_HELLO;
 }
 
+/* Our loop did not run for longer than the chief waits for a silent
+ * node (plane_conn_awake): it gave this node up.  This node names itself,
+ * stops its workers and ends with 1 once they are reaped. */
+static void on_stalled(struct plane *p, double gap)
+{
+	char line[PLANE_TEXT_MAX];
+	const char *me = ci_addr_known(plane_host(p, p->rank)) ? plane_host(p, p->rank) : "this node";
+
+	if (!p->ever_started || p->self_stalled)
+		return;
+	p->self_stalled = true;
+	plane_seek_forget(p);
+	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = p->rank };
+	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", me);
+	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "it did not run for %.1f s (its slotrun was "
+		 "stopped or starved), longer than the other nodes wait", gap);
+	plane_cause_line(&p->chief_lost, line, sizeof(line));
+	plane_say(p, "this node did not run for %.1f s: the other nodes gave it up: stopping its workers: %s", gap,
+		  line);
+	if (p->mstate == M_RUNNING)
+		p->h->stop(p->arg, 0);
+	p->mstate = M_CONNECTING;
+	if (p->local_done)
+		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+}
+
 const struct plane_side plane_member_side = {
 	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
+	.stalled = on_stalled,
 };
 
 int plane_member_open(struct plane *p, char *err, size_t errlen)
 {
-	struct timeval tv = clock_tv(p->cfg->join_timeout);
-
-	p->ev_retry = evtimer_new(p->base, on_retry, p);
-	p->ev_deadline = evtimer_new(p->base, on_join_deadline, p);
-	if (!p->ev_retry || !p->ev_deadline) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p->join_deadline = clock_mono() + p->cfg->join_timeout;
-	evtimer_add(p->ev_deadline, &tv);
-	if (plane_elastic(p->cfg) && seek_list(p, p->cfg->role != PLANE_MEMBER) < 0) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	if (p->seek)
-		begin_turn(p);
-	try_connect(p);
-	return 0;
+	return plane_seek_open(p, err, errlen);
 }
 
 void plane_member_local_fail(struct plane *p, const struct plane_cause *f)
@@ -782,10 +388,10 @@ void plane_member_local_fail(struct plane *p, const struct plane_cause *f)
 
 void plane_member_local_signal(struct plane *p, int sig, bool stops, const char *why)
 {
-	if (stops && p->seek && p->seek->failover) {
+	if (stops && plane_seek_failover(p)) {
 		/* no chief to tell: this node stops; the others find it lost */
 		p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_SIGNAL, .node = p->rank, .code = sig };
-		seek_free(p);
+		plane_seek_forget(p);
 		if (p->local_done)
 			plane_end_job(p, 128 + sig, &p->chief_lost);
 		return;
@@ -827,7 +433,7 @@ void plane_member_local_resume(struct plane *p)
 
 void plane_member_local_done(struct plane *p, int code)
 {
-	if (p->seek && p->seek->failover) { /* told the new chief once we have one */
+	if (plane_seek_failover(p)) { /* told the new chief once we have one */
 		if (p->chief_conn && p->chief_conn->authed)
 			plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_DONE, .code = code });
 		return;
@@ -840,10 +446,5 @@ void plane_member_local_done(struct plane *p, int code)
 
 void plane_member_close(struct plane *p)
 {
-	seek_free(p);
-	if (p->ev_retry)
-		event_free(p->ev_retry);
-	if (p->ev_deadline)
-		event_free(p->ev_deadline);
-	p->ev_retry = p->ev_deadline = NULL;
+	plane_seek_close(p);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Another node's side of the job plane: it connects to the chief (again
- * and again until the join timeout), proves the secret and checks that the
- * chief holds it too, then does what the chief says and tells it what
- * happens here.  A chief that goes away stops this node's workers. */
+/* Another node's side of the job plane: once connected to the chief
+ * (plane_seek.c finds it), it proves the secret and checks that the chief
+ * holds it too, then does what the chief says and tells it what happens
+ * here.  A chief that goes away stops this node's workers. */
 #ifndef SLOTRUN_PLANE_MEMBER_H
 #define SLOTRUN_PLANE_MEMBER_H
 

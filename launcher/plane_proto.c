@@ -688,3 +688,24 @@ enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, in
 	*other = owner;
 	return PLANE_FROM_OTHER;
 }
+
+/* ---- Silence ---- */
+
+enum plane_silence plane_silence(double silent, double host_ago, double hb)
+{
+	if (silent <= hb)
+		return PLANE_HEARD;
+	if (host_ago < 0 || host_ago > hb)
+		return PLANE_LOST_SILENT;
+	return silent > PLANE_STALL_BOUND * hb ? PLANE_LOST_STALLED : PLANE_WAIT;
+}
+
+bool plane_self_stalled(double gap, double hb)
+{
+	return gap > hb / 2;
+}
+
+bool plane_self_given_up(double gap, double hb)
+{
+	return gap > PLANE_STALL_BOUND * hb - hb / PLANE_HB_PER_TIMEOUT;
+}

@@ -352,6 +352,44 @@ struct plane_acts {
  * with an error replaces it (the crash took its peers down). */
 #define PLANE_ROOT_WINDOW 0.25
 
+/* Heartbeats go out every timeout / PLANE_HB_PER_TIMEOUT seconds: four can
+ * be lost in a row before a node is declared lost.  Silence is checked
+ * twice as often, so a lost node is declared within timeout + timeout/10. */
+#define PLANE_HB_PER_TIMEOUT 5
+
+/* ---- Silence ----
+ *
+ * A peer silent for the heartbeat timeout is lost, unless its host still
+ * answers: TCP acknowledges what we sent it, so the machine and the link
+ * are up and only its slotrun does not run (stopped, starved of CPU, its
+ * loop held up).  Such a peer is waited for up to PLANE_STALL_BOUND
+ * heartbeat timeouts, so that a stall of a few seconds, the observer's
+ * own or the peer's, ends no job.  And a node whose own loop did not run
+ * for long (measured between its ticks) counts every peer as heard when it
+ * wakes, since what it did not read is no silence of theirs; if it did not
+ * run for longer than its peers wait, it knows they gave it up, and names
+ * itself. */
+#define PLANE_STALL_BOUND 3
+
+enum plane_silence {
+	PLANE_HEARD,       /* not silent for the heartbeat timeout */
+	PLANE_WAIT,        /* silent, but its host answers: wait up to the bound */
+	PLANE_LOST_SILENT, /* lost: silent, its host does not answer either */
+	PLANE_LOST_STALLED,/* lost: its host answered, its slotrun did not, for the bound */
+};
+
+/* The verdict on a peer silent for `silent` seconds whose host answered
+ * `host_ago` seconds ago (< 0: unknown), for heartbeat timeout hb. */
+enum plane_silence plane_silence(double silent, double host_ago, double hb);
+
+/* Whether a loop gap of `gap` seconds (between two runs of a node's own
+ * loop) is a stall of that node (its peers' silence meanwhile was not
+ * theirs), and whether its peers must have given it up: a gap past what
+ * they wait for (PLANE_STALL_BOUND heartbeat timeouts, less the heartbeat
+ * interval by which their view of its silence may start earlier). */
+bool plane_self_stalled(double gap, double hb);
+bool plane_self_given_up(double gap, double hb);
+
 /* A node's next try to reach its chief, after one that failed, waits the
  * backoff delay spread by r (a random number) over [delay/2, 3 delay/2):
  * nodes that failed together (the chief not listening yet, a join storm of
@@ -431,6 +469,12 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code);
 
 /* The backoff delay of a restart has passed: start the next attempt. */
 struct plane_acts plane_coord_restart_now(struct plane_coord *c);
+
+/* The chief's own loop did not run for longer than the nodes wait for a
+ * silent node (plane_self_given_up): they gave it up, so the job ends,
+ * naming the chief (at host) as the lost node for why; no restart.
+ * Nothing during the join (nodes that gave up have left; the others wait). */
+struct plane_acts plane_coord_self_lost(struct plane_coord *c, const char *host, const char *why);
 
 /* Elastic: a node (at host) arrived while the round runs, and is taken in
  * at once: the round ends (cause GROW) and every node stops its workers,

@@ -13,20 +13,26 @@
 
 struct backend;
 
+/* The all-reduces' input and their result; in place, the one buffer. */
+enum backend_buf { BACKEND_SEND, BACKEND_RECV };
+
 struct backend_ops {
 	const char *name;  /* "cpu", "nccl" */
-	/* Opens the backend on c for buffers of up to cap bytes (collective). */
-	int (*open)(struct slotcomm *c, size_t cap, struct backend **out);
+	int out_of_place;  /* 1: open may be asked for out-of-place all-reduces */
+	/* Opens the backend on c for buffers of up to cap bytes (collective):
+	 * in place, or out of place (two buffers). */
+	int (*open)(struct slotcomm *c, size_t cap, int out_of_place, struct backend **out);
 	/* One line for the table's header: what runs where. */
 	void (*describe)(const struct backend *b, char *buf, size_t len);
-	/* host's bytes become the buffer the all-reduces work on (the CPU
-	 * backend works on host itself) ... */
-	int (*load)(struct backend *b, const void *host, size_t bytes);
-	/* ... `times` in-place all-reduces of it, finished on return ... */
+	/* host's bytes become the buffer `which` (the CPU backend works on
+	 * host itself) ... */
+	int (*load)(struct backend *b, enum backend_buf which, const void *host, size_t bytes);
+	/* ... `times` all-reduces, in place or from the send buffer into the
+	 * receive buffer, finished on return ... */
 	int (*run)(struct backend *b, long times, size_t count, enum slotcomm_dtype t,
 		   enum slotcomm_op op);
-	/* ... and back into host. */
-	int (*fetch)(struct backend *b, void *host, size_t bytes);
+	/* ... and the buffer `which` back into host. */
+	int (*fetch)(struct backend *b, enum backend_buf which, void *host, size_t bytes);
 	void (*close)(struct backend *b);  /* NULL is fine */
 };
 

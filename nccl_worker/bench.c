@@ -92,7 +92,7 @@ struct run {
 	double busbw_sum;
 	int rows;
 	uint64_t wrong_total;
-	int corrupt_rank;  /* test hook: this rank spoils one element per check */
+	int corrupt_rank;  /* test hook: this rank spoils one element per buffer checked */
 };
 
 struct row_stats {
@@ -109,35 +109,96 @@ static int die(struct run *r, const char *what)
 	return 1;
 }
 
+/* The inputs into the send buffer and, out of place with exp given, into
+ * the receive buffer values that the check against exp counts wrong.
+ * Leaves the inputs in host. */
+static int load_inputs(struct run *r, size_t count, enum slotcomm_dtype t, enum slotcomm_op op,
+		       const struct verify_table *exp)
+{
+	size_t bytes = count * slotcomm_dtype_size(t);
+
+	if (r->o->out_of_place && exp) {
+		verify_poison(r->host, count, exp);
+		if (r->be->load(r->b, BACKEND_RECV, r->host, bytes) < 0)
+			return -1;
+	}
+	verify_fill(r->host, count, t, op, r->rank);
+	return r->be->load(r->b, BACKEND_SEND, r->host, bytes);
+}
+
+/* One checked all-reduce: the wrong elements of its result and, out of
+ * place, of the send buffer, which must be left as it was.  The first wrong
+ * element of each goes to stderr once the row's counts are exchanged. */
+struct row_check {
+	uint64_t wrong, first;
+	double got, want;
+	uint64_t send_wrong, send_first;
+	double send_got, send_want;
+};
+
+static int check(struct run *r, size_t count, enum slotcomm_dtype t, enum slotcomm_op op,
+		 struct row_check *k)
+{
+	size_t esize = slotcomm_dtype_size(t), bytes = count * esize;
+	struct verify_table exp;
+
+	verify_expect(&exp, t, op, r->size);
+	if (load_inputs(r, count, t, op, &exp) < 0 || r->be->run(r->b, 1, count, t, op) < 0 ||
+	    r->be->fetch(r->b, BACKEND_RECV, r->host, bytes) < 0)
+		return -1;
+	if (r->corrupt_rank == r->rank && count)
+		for (size_t b = 0; b < esize; b++)
+			((uint8_t *)r->host)[count / 2 * esize + b] ^= 0x40;
+	k->wrong = verify_check(r->host, count, &exp, &k->first, &k->got, &k->want);
+	if (!r->o->out_of_place)
+		return 0;
+	if (r->be->fetch(r->b, BACKEND_SEND, r->host, bytes) < 0)
+		return -1;
+	if (r->corrupt_rank == r->rank && count)
+		for (size_t b = 0; b < esize; b++)
+			((uint8_t *)r->host)[b] ^= 0x40;
+	verify_expect_input(&exp, t, op, r->rank);
+	k->send_wrong = verify_check(r->host, count, &exp, &k->send_first, &k->send_got,
+				     &k->send_want);
+	return 0;
+}
+
+static void say_wrong(const struct run *r, const struct row_check *k, size_t count,
+		      enum slotcomm_dtype t, enum slotcomm_op op)
+{
+	if (k->wrong)
+		fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu elements "
+			"(first at %llu: got %g, expected %g)\n", r->rank,
+			(unsigned long long)k->wrong, slotcomm_dtype_name(t), slotcomm_op_name(op),
+			count, (unsigned long long)k->first, k->got, k->want);
+	if (k->send_wrong)
+		fprintf(stderr, "nccl_worker: rank %d: the out-of-place %s %s of %zu elements changed "
+			"%llu elements of its send buffer (first at %llu: %g, was %g)\n", r->rank,
+			slotcomm_dtype_name(t), slotcomm_op_name(op), count,
+			(unsigned long long)k->send_wrong, (unsigned long long)k->send_first,
+			k->send_got, k->send_want);
+}
+
 static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotcomm_op op)
 {
 	size_t esize = slotcomm_dtype_size(t), count = bytes / esize;
 	struct row_stats mine = { 0 }, *all;
-	struct verify_table exp;
+	struct row_check k = { 0 };
 	double t0, us = 0, algbw, busbw;
-	uint64_t wrong = 0, first = 0;
-	double got = 0, want = 0;  /* the first wrong element */
+	uint64_t wrong = 0;
 
 	bytes = count * esize;
-	verify_fill(r->host, count, t, op, r->rank);
-	if (r->be->load(r->b, r->host, bytes) < 0 || slotcomm_barrier(r->c) < 0 ||
+	if (load_inputs(r, count, t, op, NULL) < 0 || slotcomm_barrier(r->c) < 0 ||
 	    r->be->run(r->b, r->o->warmup, count, t, op) < 0 || slotcomm_barrier(r->c) < 0)
 		return -1;
 	t0 = clock_mono();
 	if (r->be->run(r->b, r->o->iters, count, t, op) < 0)
 		return -1;
 	mine.us = (clock_mono() - t0) * 1e6 / (double)r->o->iters;
-
 	if (r->o->check) {
-		verify_fill(r->host, count, t, op, r->rank);
-		if (r->be->load(r->b, r->host, bytes) < 0 || r->be->run(r->b, 1, count, t, op) < 0 ||
-		    r->be->fetch(r->b, r->host, bytes) < 0)
+		if (check(r, count, t, op, &k) < 0)
 			return -1;
-		if (r->corrupt_rank == r->rank && count)
-			for (size_t b = 0; b < esize; b++)
-				((uint8_t *)r->host)[count / 2 * esize + b] ^= 0x40;
-		verify_expect(&exp, t, op, r->size);
-		mine.wrong = verify_check(r->host, count, &exp, &first, &got, &want);
+		mine.wrong = k.wrong + k.send_wrong;
 	}
 
 	all = calloc((size_t)r->size, sizeof(*all));
@@ -153,11 +214,7 @@ static int row(struct run *r, uint64_t bytes, enum slotcomm_dtype t, enum slotco
 	 * a different number of all-reduces reduced each other's unrelated
 	 * data, and the line to see then is the one naming where they parted
 	 * (the allgather's failure). */
-	if (mine.wrong)
-		fprintf(stderr, "nccl_worker: rank %d: %llu wrong elements in %s %s of %zu elements "
-			"(first at %llu: got %g, expected %g)\n", r->rank,
-			(unsigned long long)mine.wrong, slotcomm_dtype_name(t), slotcomm_op_name(op),
-			count, (unsigned long long)first, got, want);
+	say_wrong(r, &k, count, t, op);
 	for (int i = 0; i < r->size; i++) {
 		us = all[i].us > us ? all[i].us : us;  /* the slowest rank's time */
 		wrong += all[i].wrong;
@@ -184,8 +241,9 @@ static void header(struct run *r, const char *backend_note)
 
 	if (r->rank != 0)
 		return;
-	printf("# nccl_worker %s: all-reduce, in place, %ld iterations after %ld warm-up, check %s\n",
-	       SLOTRUN_VERSION, o->iters, o->warmup, o->check ? "on" : "off");
+	printf("# nccl_worker %s: all-reduce, %s, %ld iterations after %ld warm-up, check %s\n",
+	       SLOTRUN_VERSION, o->out_of_place ? "out of place" : "in place", o->iters, o->warmup,
+	       o->check ? "on" : "off");
 	printf("# ranks %d, hosts %d, nodes %d, local ranks %d, timeout %gs\n", r->size,
 	       slotcomm_nhosts(r->c), slotcomm_nnodes(r->c), slotcomm_local_size(r->c), slotcomm_timeout_s(r->c));
 	{
@@ -218,9 +276,11 @@ static void header(struct run *r, const char *backend_note)
 }
 
 /* Which backend, agreed by all ranks: NCCL for auto only when every rank
- * can use it.  NULL when the agreement failed (slotcomm_error says why). */
+ * can use it; when that is the CPU ring, why in why_cpu ("built without
+ * NCCL ...", "rank 3 cannot use NCCL").  NULL when the agreement failed
+ * (slotcomm_error says why). */
 static const struct backend_ops *choose_backend(struct run *r, int local_ok, const char *why,
-						char *note, size_t len)
+						char *why_cpu, size_t len)
 {
 	unsigned char mine = (unsigned char)local_ok, *all;
 	int all_ok = 1, first_bad = -1;
@@ -245,10 +305,9 @@ static const struct backend_ops *choose_backend(struct run *r, int local_ok, con
 	if (all_ok)
 		return &backend_nccl;
 	if (!local_ok)
-		snprintf(note, len, "backend auto: %s; using the CPU ring instead", why);
+		snprintf(why_cpu, len, "%s", why);
 	else
-		snprintf(note, len, "backend auto: rank %d cannot use NCCL; using the CPU ring instead",
-			 first_bad);
+		snprintf(why_cpu, len, "rank %d cannot use NCCL", first_bad);
 	return &backend_cpu;
 }
 
@@ -290,7 +349,7 @@ int bench_main(const struct bench_opts *o)
 	struct sigaction sa = { .sa_handler = on_usr1 };
 	struct slotcomm_config cfg;
 	struct run r = { .o = o };
-	char err[SLOTCOMM_ERR_MAX], why[256] = "", note[512] = "";
+	char err[SLOTCOMM_ERR_MAX], why[256] = "", why_cpu[256] = "", note[512] = "";
 	int local_ok = 0, status = 0;
 	size_t cap = o->maxbytes ? (size_t)o->maxbytes : 1;
 
@@ -306,7 +365,8 @@ int bench_main(const struct bench_opts *o)
 	r.rank = cfg.rank;
 	r.size = cfg.size;
 	/* For the end-to-end test of the check itself: proves that a wrong
-	 * element is seen, summed and turned into exit status 1. */
+	 * element is seen, summed and turned into exit status 1 (out of place,
+	 * in the result and in the send buffer as read back). */
 	r.corrupt_rank = getenv("NCCL_WORKER_TEST_CORRUPT_RANK")
 				 ? atoi(getenv("NCCL_WORKER_TEST_CORRUPT_RANK")) : -1;
 	if (o->backend != BENCH_CPU)
@@ -326,12 +386,21 @@ int bench_main(const struct bench_opts *o)
 		return 1;
 	}
 
-	r.be = choose_backend(&r, local_ok, why, note, sizeof(note));
+	r.be = choose_backend(&r, local_ok, why, why_cpu, sizeof(why_cpu));
 	if (!r.be) {
 		status = die(&r, NULL);
 		goto out;
 	}
-	if (r.be->open(r.c, cap, &r.b) < 0) {
+	/* Every rank chose alike, so every rank stops here alike. */
+	if (o->out_of_place && !r.be->out_of_place) {
+		fprintf(stderr, "nccl_worker: rank %d: -O/--out-of-place: NCCL backend only, and "
+			"backend auto chose the CPU ring: %s\n", r.rank, why_cpu);
+		status = BENCH_EXIT_USAGE;
+		goto out;
+	}
+	if (why_cpu[0])
+		snprintf(note, sizeof(note), "backend auto: %s; using the CPU ring instead", why_cpu);
+	if (r.be->open(r.c, cap, o->out_of_place, &r.b) < 0) {
 		if (!slotcomm_error(r.c)[0])
 			fprintf(stderr, "nccl_worker: rank %d: cannot open the %s backend: out of memory\n",
 				r.rank, r.be->name);

@@ -23,6 +23,7 @@ struct bench_opts {
 	int dtype;           /* enum slotcomm_dtype, or -1 for all */
 	int op;              /* enum slotcomm_op, or -1 for all */
 	int check;
+	int out_of_place;    /* from a send into a receive buffer (NCCL only) */
 };
 
 #define BENCH_MAX_BYTES (1ull << 40)

@@ -141,8 +141,10 @@ static int xfer_step(struct slotcomm *c, struct xfer *x, const char *what)
  * connections it is not reading from right now (an abort, or a peer's
  * frame of another collective), the left ring neighbour's stream and the
  * node's shared memory (a peer in an all-reduce meanwhile: a divergence).
- * c->watch holds the control peers watched, rebuilt before each poll;
- * c->ahead marks the peers found ahead of this rank, no longer watched. */
+ * c->watch holds the control peers watched, rebuilt before each poll in
+ * O(size); c->ahead marks the peers found ahead of this rank, no longer
+ * watched, and c->reading those a transfer of this collective still reads
+ * from (xfer_run keeps it). */
 struct side {
 	int ring;      /* the ring connection is still worth watching */
 	int nw;        /* pollfds of the watched control peers */
@@ -155,21 +157,13 @@ static void side_init(struct slotcomm *c, struct side *w)
 	w->ring = c->ring.n > 1 && c->ring.recv_fd >= 0;
 }
 
-static int reading_from(const struct xfer *x, int nx, int peer)
-{
-	for (int k = 0; k < nx; k++)
-		if (!x[k].send && x[k].peer == peer && !xfer_complete(&x[k]))
-			return 1;
-	return 0;
-}
-
 /* Adds the side's pollfds after the np of the transfers; returns the new
  * count. */
-static int side_fill(struct slotcomm *c, const struct xfer *x, int nx, struct side *w, int np)
+static int side_fill(struct slotcomm *c, struct side *w, int np)
 {
 	c->nwatch = 0;
 	for (int p = c->rank == 0 ? 1 : 0; p < (c->rank == 0 ? c->size : 1); p++)
-		if (c->ctl[p] >= 0 && !c->ahead[p] && !reading_from(x, nx, p))
+		if (c->ctl[p] >= 0 && !c->ahead[p] && !c->reading[p])
 			c->watch[c->nwatch++] = p;
 	w->nw = comm_watch_fill(c, c->pfd + np);
 	np += w->nw;
@@ -208,7 +202,7 @@ static int side_check(struct slotcomm *c, struct side *w, int np0, const char *w
  * make progress (COMM_SEND_PROGRESS): a slow but live peer is fine, a
  * silent one is not.  With shared memory, sleeps in slices to look at the
  * node's peers between them. */
-static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what)
+static int xfer_loop(struct slotcomm *c, struct xfer *x, int nx, const char *what)
 {
 	int64_t deadline = sock_now_ns() + c->timeout_ns, grace_end = 0;
 	uint64_t sent = 0;  /* since the deadline was last pushed back */
@@ -230,7 +224,7 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 		if (np == 0 && !lost)
 			return 0;
 		nx_pfd = np;
-		np = side_fill(c, x, nx, &w, np);
+		np = side_fill(c, &w, np);
 		if (lost && sock_poll_ms(grace_end) == 0)
 			return xfer_lost_fail(c, lost, what);
 		ms = sock_poll_ms(lost ? grace_end : deadline);
@@ -274,6 +268,8 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 				r = xfer_step(c, &x[i], what);
 				if (r < 0)
 					return r;
+				if (!x[i].send && xfer_complete(&x[i]))
+					c->reading[x[i].peer] = 0;
 				if (x[i].lost && !lost) {
 					int64_t g = (int64_t)COMM_ABORT_GRACE_MS * 1000000;
 
@@ -291,6 +287,19 @@ static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what
 			}
 		}
 	}
+}
+
+/* xfer_loop, with c->reading marking the peers it reads from meanwhile. */
+static int xfer_run(struct slotcomm *c, struct xfer *x, int nx, const char *what)
+{
+	int r;
+
+	for (int i = 0; i < nx; i++)
+		c->reading[x[i].peer] |= !x[i].send;
+	r = xfer_loop(c, x, nx, what);
+	for (int i = 0; i < nx; i++)
+		c->reading[x[i].peer] = 0;
+	return r;
 }
 
 /* --- collectives --------------------------------------------------------- */

@@ -3,15 +3,9 @@
  * rendezvous, the ring connections), slotcomm_destroy, and what a communicator
  * tells about itself.
  *
- * Ring connections: each rank connects to its right neighbour's data plane,
- * says HELLO (its rank and a nonce, sealed with an HMAC bound to the nonce
- * the neighbour's data plane drew for this run, which the authenticated
- * table carried), and accepts its left neighbour's connection.  No
- * round trip: every rank connects before it accepts, and a connection
- * completes in the listener's backlog without accept(), so this cannot
- * deadlock.  A HELLO recorded in another run fails (the nonce differs), and
- * a ring takes one left neighbour only. */
+ * The ring connections are ring_connect.c's. */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -21,11 +15,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "auth.h"
 #include "comm_internal.h"
+#include "rdv_plan.h"
 #include "reduce.h"
 #include "rendezvous.h"
 #include "shm.h"
@@ -34,26 +30,6 @@
 #include "transport.h"
 
 /* --- helpers ------------------------------------------------------------- */
-
-static int resolve(const char *host, int port, int numeric, struct sockaddr_storage *ss,
-		   socklen_t *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	char sport[16];
-	int r;
-
-	if (numeric)
-		hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-	snprintf(sport, sizeof(sport), "%d", port);
-	r = getaddrinfo(host, sport, &hints, &res);
-	if (r != 0)
-		return r == EAI_SYSTEM ? -errno : -EHOSTUNREACH;
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*len = res->ai_addrlen;
-	freeaddrinfo(res);
-	return 0;
-}
 
 /* NCCL_SOCKET_IFNAME: a comma list of interface name prefixes ("=" before
  * the list: exact names).  A "^" (exclusion) list is not supported and
@@ -95,80 +71,24 @@ static int iface_addr(const char *spec, int family, struct sockaddr_storage *ss,
 	return found;
 }
 
-/* --- ring ---------------------------------------------------------------- */
-
-#define LABEL_HELLO "slotrun-ring-hello"
-
-static void ring_tune(struct ring *g, int fd)
+/* Formatted on first use: a job of thousands asks for a few (its ring
+ * neighbours', a failure's), and the array's untouched pages cost
+ * nothing. */
+const char *comm_peer_addr(const struct slotcomm *c, int rank)
 {
-	int local = sock_is_local(fd) == 1;
+	const struct frame_peer *p = &c->peers[rank];
+	char *s = c->peer_addr[rank];
+	size_t len = sizeof(c->peer_addr[rank]);
 
-	(void)sock_tune(fd, local ? COMM_RING_SOCKBUF_LOCAL : COMM_RING_SOCKBUF);
-	g->buf = COMM_RING_SOCKBUF_LOCAL;
-	if (fd == g->send_fd)
-		g->send_local = local;
+	if (s[0])
+		return s;
+	if (!p->port)
+		snprintf(s, len, "-");
+	else if (strchr(p->addr, ':'))
+		snprintf(s, len, "[%s]:%u", p->addr, p->port);
 	else
-		g->recv_local = local;
-}
-
-int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline)
-{
-	int right = g->right, left = g->left;
-	struct sockaddr_storage ss;
-	socklen_t len = 0;
-	uint8_t buf[FRAME_HDR_LEN + FRAME_HELLO_LEN];
-	struct frame_hello hello = { .rank = (uint32_t)c->rank };
-	long n;
-	int r;
-
-	r = resolve(c->peers[right].addr, c->peers[right].port, 1, &ss, &len);
-	if (r < 0)
-		return comm_init_err(c, r, "rank %d's data address %s is not numeric", right,
-				     c->peer_addr[right]);
-	r = sock_connect((struct sockaddr *)&ss, len, 0, deadline, &g->send_fd);
-	if (r < 0)
-		return comm_init_err(c, r, "cannot connect to ring neighbour rank %d at %s: %s", right,
-				     c->peer_addr[right], r == -ETIMEDOUT ? "timed out" : strerror(-r));
-	ring_tune(g, g->send_fd);
-	auth_nonce(hello.nonce);
-	n = frame_hello_encode(&hello, buf + FRAME_HDR_LEN, sizeof(buf) - FRAME_HDR_LEN);
-	frame_seal(buf + FRAME_HDR_LEN, (size_t)n, c->cfg.secret, LABEL_HELLO,
-		 c->peers[right].ring_nonce, hello.nonce);
-	frame_encode_hdr(buf, FRAME_HELLO, 0, (uint64_t)n);
-	r = sock_send_all(g->send_fd, buf, FRAME_HDR_LEN + (size_t)n, deadline);
-	if (r < 0)
-		return comm_init_io_err(c, r, right, "while connecting the ring");
-
-	while (g->recv_fd < 0) {
-		struct frame_hdr h;
-		struct frame_hello got;
-		const char *why;
-		int fd;
-		int64_t dl;
-
-		r = sock_accept(dlfd, deadline, &fd);
-		if (r == -ETIMEDOUT)
-			return comm_init_err(c, r, "timed out after %gs waiting for ring neighbour peer "
-					     "rank %d to connect", c->cfg.timeout_s, left);
-		if (r < 0)
-			return comm_init_err(c, r, "accept: %s", strerror(-r));
-		/* A stranger that says nothing costs at most 5 s. */
-		dl = sock_now_ns() + 5000000000LL;
-		if (dl > deadline)
-			dl = deadline;
-		if (sock_recv_all(fd, buf, FRAME_HDR_LEN, dl) == 0 &&
-		    frame_decode_hdr(buf, FRAME_HELLO_LEN, &h, &why) == 0 && h.type == FRAME_HELLO &&
-		    sock_recv_all(fd, buf, h.len, dl) == 0 &&
-		    frame_hello_decode(buf, h.len, &got, &why) == 0 && got.rank == (uint32_t)left &&
-		    frame_sealed(buf, h.len, c->cfg.secret, LABEL_HELLO,
-			       c->peers[c->rank].ring_nonce, got.nonce)) {
-			g->recv_fd = fd;
-			ring_tune(g, fd);
-		} else {
-			close(fd);
-		}
-	}
-	return 0;
+		snprintf(s, len, "%s:%u", p->addr, p->port);
+	return s;
 }
 
 /* The BYE on the data plane too: the right neighbour, if it is in an
@@ -185,43 +105,40 @@ static void ring_say_bye(struct slotcomm *c, struct ring *g)
 	(void)send(g->send_fd, hdr, sizeof(hdr), MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
-void comm_ring_close(struct ring *g)
-{
-	if (g->send_fd >= 0)
-		close(g->send_fd);
-	if (g->recv_fd >= 0)
-		close(g->recv_fd);
-	g->send_fd = g->recv_fd = -1;
-	free(g->stage);
-	g->stage = NULL;
-}
-
 /* --- init / destroy ------------------------------------------------------ */
 
-static void count_hosts(struct slotcomm *c)
+int comm_set_host(struct slotcomm *c, int rank, const char *host)
 {
-	c->nhosts = 0;
-	for (int i = 0; i < c->size; i++) {
-		int seen = 0;
+	size_t n = strnlen(host, FRAME_HOST_MAX - 1);
 
-		for (int j = 0; j < i && !seen; j++)
-			seen = strcmp(c->peers[i].host, c->peers[j].host) == 0;
-		c->nhosts += !seen;
+	if (c->hosts_len + n + 1 > c->hosts_cap) {
+		size_t cap = 2 * c->hosts_cap + n + 1;
+		char *p = realloc(c->hosts, cap);
+
+		if (!p)
+			return -ENOMEM;
+		c->hosts = p;
+		c->hosts_cap = cap;
 	}
+	memcpy(c->hosts + c->hosts_len, host, n);
+	c->hosts[c->hosts_len + n] = '\0';
+	c->peers[rank].host = (uint32_t)c->hosts_len;
+	c->hosts_len += n + 1;
+	return 0;
 }
 
-static void format_addrs(struct slotcomm *c)
+/* Distinct host names in the table: O(size log size), not a comparison
+ * of every pair (a thousand hosts would cost half a million). */
+static void count_hosts(struct slotcomm *c)
 {
-	for (int i = 0; i < c->size; i++) {
-		const struct frame_peer *p = &c->peers[i];
+	const char **names = malloc(sizeof(*names) * (size_t)c->size);
+	int *scratch = malloc(sizeof(int) * (size_t)c->size);
 
-		if (!p->port)
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "-");
-		else if (strchr(p->addr, ':'))
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "[%s]:%u", p->addr, p->port);
-		else
-			snprintf(c->peer_addr[i], sizeof(c->peer_addr[i]), "%s:%u", p->addr, p->port);
-	}
+	for (int i = 0; names && i < c->size; i++)
+		names[i] = comm_host(c, i);
+	c->nhosts = names && scratch ? rdv_count_distinct(names, c->size, scratch) : 0;
+	free(names);
+	free(scratch);
 }
 
 /* The ring through every rank, in rank order. */
@@ -256,36 +173,44 @@ static int connect_leader_ring(struct slotcomm *c, const int *leaders, int nnode
 	return 0;
 }
 
-/* Whether every node could set up its shared memory: one allgather, so
- * that all ranks take the same decision.  Returns 1 (all could), 0 with the
- * first failure's reason in why, or the control plane's failure. */
+/* Whether every node could set up its shared memory, so that all ranks
+ * take the same decision: rank 0 gathers the votes and broadcasts the
+ * first failure (O(N) bytes in all, where an allgather would move O(N^2)).
+ * Returns 1 (all could), 0 with the first failure's reason in why, or the
+ * control plane's failure. */
 static int agree(struct slotcomm *c, int ok, char *why, size_t len)
 {
 	struct vote {
 		char ok;
 		char why[231];
-	} mine = { .ok = (char)ok }, *all = calloc((size_t)c->size, sizeof(*all));
+	} mine = { .ok = (char)ok }, *all = NULL;
 	int r;
 
-	if (!all)
+	if (c->rank == 0 && !(all = calloc((size_t)c->size, sizeof(*all))))
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	snprintf(mine.why, sizeof(mine.why), "%s", why);
-	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
-	for (int i = 0; r == 0 && i < c->size; i++) {
+	r = slotcomm_gather(c, &mine, sizeof(mine), all);
+	for (int i = 0; r == 0 && all && i < c->size; i++) {
 		if (!all[i].ok) {
-			all[i].why[sizeof(all[i].why) - 1] = '\0';
-			snprintf(why, len, "%s", all[i].why);
-			r = 1;
+			mine = all[i];
 			break;
 		}
 	}
 	free(all);
-	return r < 0 ? r : r == 0;
+	if (r == 0)
+		r = slotcomm_broadcast(c, &mine, sizeof(mine));
+	if (r < 0)
+		return r;
+	mine.why[sizeof(mine.why) - 1] = '\0';
+	if (!mine.ok)
+		snprintf(why, len, "%s", mine.why);
+	return mine.ok != 0;
 }
 
-/* SLOTRUN_TRANSPORT (docs/comm.md, "Choosing the transport"): every rank says what it asked
- * for, which node it is on and where its node's segment can be fetched;
- * then all take the same decision from the same table.  tcp: the ring
+/* SLOTRUN_TRANSPORT (docs/comm.md, "Choosing the transport"): every rank
+ * said in the rendezvous what it asked for, which node it is on and where
+ * its node's segment can be fetched (the table's frame_node: no allgather
+ * of it); all take the same decision from the same table.  tcp: the ring
  * through every rank.  auto: shared memory when two ranks share a node
  * (the shm transport on one node, the hierarchical one across several),
  * else, or when a node cannot set it up, the TCP ring.  shm: shared memory
@@ -302,13 +227,11 @@ static int pick_transport(struct slotcomm *c, int dlfd, int64_t deadline)
 		free(leaders);
 		return comm_init_err(c, -ENOMEM, "out of memory");
 	}
-	shm_info_fill(c, &mine);
-	r = slotcomm_allgather(c, &mine, sizeof(mine), all);
-	if (r < 0)
-		goto out;
+	for (int i = 0; i < c->size; i++)
+		shm_info_from_node(&c->peers[i].node, &all[i]);
+	mine = all[c->rank];
+	r = 0;
 	for (int i = 0; i < c->size; i++) {
-		all[i].key[sizeof(all[i].key) - 1] = '\0';
-		all[i].sock[sizeof(all[i].sock) - 1] = '\0';
 		if (all[i].transport != mine.transport) {
 			r = comm_init_err(c, -EINVAL, "SLOTRUN_TRANSPORT differs: rank %d has %s, rank %d "
 					  "%s", i, asked(all[i].transport), c->rank,
@@ -323,8 +246,8 @@ static int pick_transport(struct slotcomm *c, int dlfd, int64_t deadline)
 
 		r = comm_init_err(c, -EXDEV, "SLOTRUN_TRANSPORT=shm, but ranks 0 and %d are on "
 				  "different hosts (%s, %s; a host is a kernel boot and a network "
-				  "namespace): use auto or tcp", other, c->peers[0].host,
-				  c->peers[other].host);
+				  "namespace): use auto or tcp", other, comm_host(c, 0),
+				  comm_host(c, other));
 		goto out;
 	}
 	if (mine.transport == 't' || nnodes == c->size) {
@@ -358,15 +281,67 @@ out:
 	return r;
 }
 
+/* Descriptors open now (their count stands for the highest number in
+ * use); 64 when /proc cannot tell. */
+static long open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	long n = 0;
+
+	if (!d)
+		return 64;
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* A communicator of thousands needs as many descriptors on rank 0 (a
+ * control connection per rank), more than the usual soft RLIMIT_NOFILE of
+ * 1024: the soft limit is raised to the hard one then (rdv_plan.h), and
+ * when even that is too few, init fails at once saying so, rather than
+ * rank 0 running out in the middle of the rendezvous. */
+static int fit_nofile(struct slotcomm *c)
+{
+	uint64_t need = (uint64_t)(open_fds() + rdv_fds_needed(c->rank, c->size, c->cfg.local_size,
+				   c->cfg.transport != SLOTCOMM_TRANSPORT_TCP, RDV_PENDING_MAX));
+	struct rlimit rl;
+	uint64_t set;
+	int r;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	r = rdv_nofile_plan(need, rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : rl.rlim_cur,
+			    rl.rlim_max == RLIM_INFINITY ? UINT64_MAX : rl.rlim_max, &set);
+	if (r < 0)
+		return comm_init_err(c, -EMFILE, "WORLD_SIZE=%d needs about %llu file descriptors on "
+				     "rank %d, but RLIMIT_NOFILE allows %llu (hard limit): raise it "
+				     "(ulimit -Hn, systemd's LimitNOFILE=, docker's --ulimit nofile=)",
+				     c->size, (unsigned long long)need, c->rank,
+				     (unsigned long long)rl.rlim_max);
+	if (r == 0)
+		return 0;
+	rl.rlim_cur = set == UINT64_MAX ? RLIM_INFINITY : (rlim_t)set;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return comm_init_err(c, -errno, "cannot raise RLIMIT_NOFILE to %llu for WORLD_SIZE=%d: "
+				     "%s", (unsigned long long)set, c->size, strerror(errno));
+	return 0;
+}
+
 static int do_init(struct slotcomm *c, int64_t deadline)
 {
 	struct sockaddr_storage master, data;
+	struct shm_info mine;
 	socklen_t mlen = 0, dlen = 0;
 	char my_addr[FRAME_ADDR_MAX] = "", b[80];
 	int dlfd = -1, dport, r;
 
 	if (auth_init() < 0)
 		return comm_init_err(c, -EIO, "libsodium cannot initialise (no entropy source?)");
+	r = fit_nofile(c);
+	if (r < 0)
+		return r;
 	auth_nonce(c->peers[c->rank].ring_nonce);
 	r = rdv_resolve_master(c, deadline, &master, &mlen);
 	if (r < 0)
@@ -388,11 +363,11 @@ static int do_init(struct slotcomm *c, int64_t deadline)
 		return comm_init_err(c, r, "cannot listen for ring connections: %s", strerror(-r));
 	dport = sock_local_port(dlfd);
 
+	shm_info_fill(c, &mine);
+	shm_info_to_node(&mine, &c->peers[c->rank].node);
 	r = rdv_run(c, &master, mlen, my_addr, dport, deadline);
-	if (r == 0) {
-		format_addrs(c);
+	if (r == 0)
 		r = pick_transport(c, dlfd, deadline);
-	}
 	close(dlfd);
 	return r;
 }
@@ -423,6 +398,9 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->nnodes = 1;
 	c->tp = &transport_tcp;
 	c->peers = calloc(n, sizeof(*c->peers));
+	c->hosts = calloc(1, 64);
+	c->hosts_len = 1;
+	c->hosts_cap = 64;
 	c->peer_addr = calloc(n, sizeof(*c->peer_addr));
 	c->ctl = malloc(n * sizeof(*c->ctl));
 	for (size_t i = 0; c->ctl && i < n; i++)    /* slotcomm_destroy closes what is >= 0 */
@@ -430,21 +408,19 @@ int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char
 	c->ctl_mid = calloc(n, 1);
 	c->watch = calloc(n, sizeof(*c->watch));
 	c->ahead = calloc(n, 1);
+	c->reading = calloc(n, 1);
 	c->pfd = calloc(2 * n + 2, sizeof(*c->pfd));
-	if (!c->peers || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
-	    !c->pfd) {
+	if (!c->peers || !c->hosts || !c->peer_addr || !c->ctl || !c->ctl_mid || !c->watch || !c->ahead ||
+	    !c->reading || !c->pfd) {
 		slotcomm_destroy(c);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 
-	if (c->size == 1) {
-		snprintf(c->peers[0].host, sizeof(c->peers[0].host), "%s", c->cfg.host);
-		r = 0;
-	} else {
+	if (c->size == 1)
+		r = comm_set_host(c, 0, c->cfg.host) < 0 ? comm_init_err(c, -ENOMEM, "out of memory") : 0;
+	else
 		r = do_init(c, sock_deadline_in(cfg->timeout_s));
-	}
-	format_addrs(c);
 	count_hosts(c);
 	if (r < 0) {
 		snprintf(err, errlen, "%s", c->err);
@@ -470,11 +446,13 @@ void slotcomm_destroy(struct slotcomm *c)
 	shm_free(c, 0);  /* what a failed slotcomm_init left */
 	comm_ring_close(&c->ring);
 	free(c->peers);
+	free(c->hosts);
 	free(c->peer_addr);
 	free(c->ctl);
 	free(c->ctl_mid);
 	free(c->watch);
 	free(c->ahead);
+	free(c->reading);
 	free(c->pfd);
 	free(c);
 }
@@ -490,12 +468,12 @@ const char *slotcomm_error(const struct slotcomm *c) { return c->err; }
 
 const char *slotcomm_peer_host(const struct slotcomm *c, int rank)
 {
-	return rank >= 0 && rank < c->size ? c->peers[rank].host : "?";
+	return rank >= 0 && rank < c->size ? comm_host(c, rank) : "?";
 }
 
 const char *slotcomm_peer_addr(const struct slotcomm *c, int rank)
 {
-	return rank >= 0 && rank < c->size ? c->peer_addr[rank] : "?";
+	return rank >= 0 && rank < c->size ? comm_peer_addr(c, rank) : "?";
 }
 
 const char *slotcomm_transport_name(const struct slotcomm *c)

@@ -75,7 +75,9 @@ struct slotcomm {
 	int rank, size;
 	int64_t timeout_ns;
 	struct frame_peer *peers;  /* the table, indexed by rank */
-	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port" */
+	char *hosts;               /* its host names (frame_peer.host); "" at 0 */
+	size_t hosts_len, hosts_cap;
+	char (*peer_addr)[FRAME_ADDR_MAX + 16];  /* "addr:port", "" until asked (comm.c) */
 	int nhosts;
 
 	/* Control connections (the rendezvous sockets, kept): on rank 0, ctl[r]
@@ -102,13 +104,28 @@ struct slotcomm {
 	int *watch;            /* control peers being watched (comm_watch_*) */
 	int nwatch;
 	unsigned char *ahead;  /* per rank: seen in a later collective (collectives.c) */
+	unsigned char *reading;  /* per rank: a control transfer reads from it (collectives.c) */
 	struct pollfd *pfd;    /* room for 2 * size + 2 entries: a collective's
 				* transfers and what it watches */
 };
 
+/* Rank's host name, from the table. */
+static inline const char *comm_host(const struct slotcomm *c, int rank)
+{
+	return c->hosts + c->peers[rank].host;
+}
+
+/* Sets rank's host name in the table (rank 0, as the ranks register).
+ * 0 or -ENOMEM. */
+int comm_set_host(struct slotcomm *c, int rank, const char *host);
+
+/* Rank's data-plane address as "addr:port" ("-" when it has none). */
+const char *comm_peer_addr(const struct slotcomm *c, int rank);
+
 /* Connects ring g (pos, n, left and right set): to the right neighbour's
- * data plane, and accepts the left one's connection on the listener dlfd.
- * Within the deadline; on failure c->err says why (comm_init_err). */
+ * data plane, and accepts the left one's connection on the listener dlfd
+ * (ring_connect.c).  Within the deadline; on failure c->err says why
+ * (comm_init_err). */
 int comm_ring_connect(struct slotcomm *c, struct ring *g, int dlfd, int64_t deadline);
 
 /* Closes ring g's connections and frees its staging buffer. */

@@ -15,6 +15,7 @@ static const char *const type_names[FRAME_TYPE_END] = {
 	[FRAME_ABORT] = "abort",
 	[FRAME_BYE] = "bye",
 	[FRAME_CHALLENGE] = "challenge",
+	[FRAME_BUSY] = "busy",
 };
 
 static const char *const coll_names[FRAME_COLL_END] = {
@@ -255,6 +256,26 @@ static long wr_done(struct frame_wr *w)
 	return w->err ? w->err : (long)w->pos;
 }
 
+static void put_node(struct frame_wr *w, const struct frame_node *n)
+{
+	frame_put_u8(w, n->transport);
+	frame_put_bytes(w, n->id, sizeof(n->id));
+	frame_put_bytes(w, n->sock, sizeof(n->sock));
+	frame_put_bytes(w, n->token, sizeof(n->token));
+}
+
+static void get_node(struct frame_rd *r, struct frame_node *n)
+{
+	n->transport = frame_get_u8(r);
+	frame_get_bytes(r, n->id, sizeof(n->id));
+	frame_get_bytes(r, n->sock, sizeof(n->sock));
+	frame_get_bytes(r, n->token, sizeof(n->token));
+	if (!r->err && n->transport != 'a' && n->transport != 't' && n->transport != 's') {
+		r->err = -EPROTO;
+		r->why = "unknown transport";
+	}
+}
+
 long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t cap)
 {
 	struct frame_wr w = { .p = buf, .cap = cap };
@@ -267,6 +288,7 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 	frame_put_str(&w, m->addr);
 	frame_put_u16(&w, m->port);
 	frame_put_bytes(&w, m->ring_nonce, sizeof(m->ring_nonce));
+	put_node(&w, &m->node);
 	frame_put_bytes(&w, m->nonce, sizeof(m->nonce));
 	frame_put_bytes(&w, m->mac, sizeof(m->mac));
 	return wr_done(&w);
@@ -285,6 +307,7 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	frame_get_str(&r, m->addr, sizeof(m->addr));
 	m->port = frame_get_u16(&r);
 	frame_get_bytes(&r, m->ring_nonce, sizeof(m->ring_nonce));
+	get_node(&r, &m->node);
 	frame_get_bytes(&r, m->nonce, sizeof(m->nonce));
 	frame_get_bytes(&r, m->mac, sizeof(m->mac));
 	if (!r.err && m->port == 0) {
@@ -294,37 +317,49 @@ int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register 
 	return frame_get_end(&r, why);
 }
 
-long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+long frame_table_encode(const struct frame_peer *peers, const char *strs, uint32_t n,
 			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap)
 {
 	struct frame_wr w = { .p = buf, .cap = cap };
 
 	frame_put_u32(&w, n);
 	for (uint32_t i = 0; i < n; i++) {
-		frame_put_str(&w, peers[i].host);
+		frame_put_str(&w, strs + peers[i].host);
 		frame_put_str(&w, peers[i].addr);
 		frame_put_u16(&w, peers[i].port);
 		frame_put_bytes(&w, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
+		put_node(&w, &peers[i].node);
 	}
 	frame_put_bytes(&w, mac, FRAME_MAC_LEN);
 	return wr_done(&w);
 }
 
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       uint8_t mac[FRAME_MAC_LEN], const char **why)
+		       char *strs, size_t strcap, uint8_t mac[FRAME_MAC_LEN], const char **why)
 {
 	struct frame_rd r = { .p = buf, .len = len };
 	uint32_t got = frame_get_u32(&r);
+	size_t used = 0;
 
 	if (!r.err && got != n) {
 		*why = "table size differs from WORLD_SIZE";
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < n && !r.err; i++) {
-		frame_get_str(&r, peers[i].host, sizeof(peers[i].host));
+		size_t room = strcap - used < FRAME_HOST_MAX ? strcap - used : FRAME_HOST_MAX;
+
+		if (room == 0) {
+			r.err = -EPROTO;
+			r.why = "host names longer than the table";
+			break;
+		}
+		peers[i].host = (uint32_t)used;
+		frame_get_str(&r, strs + used, room);
+		used += strlen(strs + used) + 1;
 		frame_get_str(&r, peers[i].addr, sizeof(peers[i].addr));
 		peers[i].port = frame_get_u16(&r);
 		frame_get_bytes(&r, peers[i].ring_nonce, sizeof(peers[i].ring_nonce));
+		get_node(&r, &peers[i].node);
 		if (!r.err && peers[i].port == 0) {
 			r.err = -EPROTO;
 			r.why = "port 0";
@@ -452,4 +487,28 @@ bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const 
 		return false;
 	body = len - FRAME_MAC_LEN;
 	return auth_check(payload + body, secret, label, first, second, payload, body);
+}
+
+void frame_digest(const uint8_t *payload, size_t len, uint8_t digest[FRAME_DIGEST_LEN])
+{
+	auth_digest(digest, payload, len);
+}
+
+void frame_seal_digest(uint8_t mac[FRAME_MAC_LEN], const uint8_t digest[FRAME_DIGEST_LEN],
+		       const char *secret, const char *label, const uint8_t *first,
+		       const uint8_t *second)
+{
+	auth_mac(mac, secret, label, first, second, digest, FRAME_DIGEST_LEN);
+}
+
+bool frame_sealed_digest(const uint8_t *payload, size_t len, const char *secret, const char *label,
+			 const uint8_t *first, const uint8_t *second)
+{
+	uint8_t digest[FRAME_DIGEST_LEN];
+
+	if (len < FRAME_MAC_LEN)
+		return false;
+	frame_digest(payload, len - FRAME_MAC_LEN, digest);
+	return auth_check(payload + len - FRAME_MAC_LEN, secret, label, first, second, digest,
+			  FRAME_DIGEST_LEN);
 }

@@ -32,7 +32,8 @@
 #include "auth.h"
 
 #define FRAME_MAGIC 0x4e524c53u  /* "SLRN" read little-endian */
-#define FRAME_VERSION 2  /* 2: nonces and MACs instead of the secret */
+#define FRAME_VERSION 3  /* 2: nonces and MACs instead of the secret; 3: BUSY, the
+                            * table sealed over its digest, the node in the table */
 #define FRAME_HDR_LEN 24
 
 #define FRAME_HOST_MAX 256    /* buffer sizes, NUL included */
@@ -52,6 +53,7 @@ enum frame_type {
 	FRAME_ABORT,         /* any direction: the job is failing, and why */
 	FRAME_BYE,           /* control plane: this rank is done (slotcomm_destroy) */
 	FRAME_CHALLENGE,     /* chief -> rank, first: the chief's nonce for this connection */
+	FRAME_BUSY,          /* chief -> rank: no room yet, connect again (no payload) */
 	FRAME_TYPE_END
 };
 
@@ -124,21 +126,44 @@ int frame_get_end(struct frame_rd *r, const char **why);
 
 /* --- messages ------------------------------------------------------------ */
 
+/* What a rank says about its node in the rendezvous, for the transport
+ * choice (comm.c, shm.h), so that no allgather is needed for it: the
+ * SLOTRUN_TRANSPORT it was given ('a'uto, 't'cp or 's'hm), its node (a
+ * digest of the boot id and network namespace; zeros: unknown), the
+ * abstract socket its node's segment may be fetched from (random bytes
+ * that name it; zeros: none) and the token that proves it to its node's
+ * leader. */
+#define FRAME_NODE_ID_LEN 16
+struct frame_node {
+	uint8_t transport;
+	uint8_t id[FRAME_NODE_ID_LEN];
+	uint8_t sock[FRAME_NODE_ID_LEN];
+	uint8_t token[FRAME_NODE_ID_LEN];
+};
+
+#define FRAME_NODE_LEN (1 + 3 * FRAME_NODE_ID_LEN)
+
 struct frame_register {
 	uint32_t rank, size, local_rank, local_size;
 	char host[FRAME_HOST_MAX];
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
 	uint8_t ring_nonce[FRAME_NONCE_LEN];  /* this rank's data plane's, for HELLOs to it */
+	struct frame_node node;
 	uint8_t nonce[FRAME_NONCE_LEN];       /* this rank's, for the TABLE's MAC */
 	uint8_t mac[FRAME_MAC_LEN];
 };
 
+/* A rank's entry in the table.  Its host name lives in the table's string
+ * buffer (every host's, NUL-terminated, one after the other), at offset
+ * host: every rank keeps the table, and an inline FRAME_HOST_MAX buffer per
+ * rank would be most of its memory. */
 struct frame_peer {
-	char host[FRAME_HOST_MAX];
+	uint32_t host;
 	char addr[FRAME_ADDR_MAX];
 	uint16_t port;
 	uint8_t ring_nonce[FRAME_NONCE_LEN];
+	struct frame_node node;
 };
 
 struct frame_hello {
@@ -163,8 +188,9 @@ struct frame_allreduce {
 
 /* Largest payloads a receiver should accept (for frame_decode_hdr). */
 #define FRAME_REGISTER_MAX (4 * 4 + 2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + \
-			    2 * FRAME_NONCE_LEN + FRAME_MAC_LEN)
-#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + FRAME_NONCE_LEN)
+			    2 * FRAME_NONCE_LEN + FRAME_NODE_LEN + FRAME_MAC_LEN)
+#define FRAME_PEER_MAX (2 + FRAME_HOST_MAX + 2 + FRAME_ADDR_MAX + 2 + FRAME_NONCE_LEN + \
+			FRAME_NODE_LEN)
 #define FRAME_TABLE_MAX(n) (4 + (size_t)(n) * FRAME_PEER_MAX + FRAME_MAC_LEN)
 #define FRAME_HELLO_LEN (4 + FRAME_NONCE_LEN + FRAME_MAC_LEN)
 #define FRAME_CHALLENGE_LEN FRAME_NONCE_LEN
@@ -178,11 +204,13 @@ long frame_register_encode(const struct frame_register *m, uint8_t *buf, size_t 
 int frame_register_decode(const uint8_t *buf, size_t len, struct frame_register *m,
 			  const char **why);
 
-/* The table is a u32 count, count peers and the MAC. */
-long frame_table_encode(const struct frame_peer *peers, uint32_t n,
+/* The table is a u32 count, count peers and the MAC.  strs holds the host
+ * names the peers' offsets point at; decoding writes them into strs
+ * (strcap bytes: the payload's length is always enough). */
+long frame_table_encode(const struct frame_peer *peers, const char *strs, uint32_t n,
 			const uint8_t mac[FRAME_MAC_LEN], uint8_t *buf, size_t cap);
 int frame_table_decode(const uint8_t *buf, size_t len, uint32_t n, struct frame_peer *peers,
-		       uint8_t mac[FRAME_MAC_LEN], const char **why);
+		       char *strs, size_t strcap, uint8_t mac[FRAME_MAC_LEN], const char **why);
 
 long frame_hello_encode(const struct frame_hello *m, uint8_t *buf, size_t cap);
 int frame_hello_decode(const uint8_t *buf, size_t len, struct frame_hello *m, const char **why);
@@ -208,6 +236,20 @@ void frame_seal(uint8_t *payload, size_t len, const char *secret, const char *la
 		const uint8_t *first, const uint8_t *second);
 bool frame_sealed(const uint8_t *payload, size_t len, const char *secret, const char *label,
 		  const uint8_t *first, const uint8_t *second);
+
+/* The same seal over the SHA-256 of those payload bytes instead of the
+ * bytes themselves: the TABLE's, which rank 0 sends to every rank, each
+ * sealed over its own nonces.  Rank 0 hashes the O(N) table once
+ * (frame_digest, over the len bytes before the MAC) and seals it for each
+ * rank in O(1) (frame_seal_digest writes the MAC); a rank checks it with
+ * frame_sealed_digest. */
+#define FRAME_DIGEST_LEN AUTH_DIGEST_LEN
+void frame_digest(const uint8_t *payload, size_t len, uint8_t digest[FRAME_DIGEST_LEN]);
+void frame_seal_digest(uint8_t mac[FRAME_MAC_LEN], const uint8_t digest[FRAME_DIGEST_LEN],
+		       const char *secret, const char *label, const uint8_t *first,
+		       const uint8_t *second);
+bool frame_sealed_digest(const uint8_t *payload, size_t len, const char *secret, const char *label,
+			 const uint8_t *first, const uint8_t *second);
 
 void frame_allreduce_encode(const struct frame_allreduce *m, uint8_t out[FRAME_ALLREDUCE_LEN]);
 int frame_allreduce_decode(const uint8_t *buf, size_t len, struct frame_allreduce *m,

@@ -16,6 +16,7 @@
 static const char usage[] =
 	"Usage: nccl_worker [--backend auto|cpu|nccl] [-b MINBYTES] [-e MAXBYTES] [-f FACTOR]\n"
 	"                   [-i STEPBYTES] [-n ITERS] [-w WARMUP] [-d TYPE] [-o OP] [-c CHECK]\n"
+	"                   [-O]\n"
 	"\n"
 	"An nccl-tests style all-reduce benchmark, run as one rank of a job: start one\n"
 	"per rank (slotrun does) with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,\n"
@@ -35,6 +36,8 @@ static const char usage[] =
 	"                    fp16|half|all                                 [float32]\n"
 	"  -o, --op OP       sum|prod|min|max|avg|all                      [sum]\n"
 	"  -c, --check 0|1   check the results                             [1]\n"
+	"  -O, --out-of-place  all-reduce from a send into a receive buffer\n"
+	"                    (nccl-tests' out-of-place columns; NCCL backend only)\n"
 	"  -h, --help        this help;  --version  the version\n"
 	"\n"
 	"Environment: SLOTRUN_TIMEOUT (seconds, default 300), SLOTRUN_TRANSPORT (auto|tcp|shm),\n"
@@ -77,6 +80,7 @@ static const struct option longopts[] = {
 	{ "datatype", required_argument, NULL, 'd' },
 	{ "op", required_argument, NULL, 'o' },
 	{ "check", required_argument, NULL, 'c' },
+	{ "out-of-place", no_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -162,6 +166,9 @@ static int apply_option(int ch, struct bench_opts *o, char **argv)
 			return usage_error("-c '%s': expected 0 or 1", optarg);
 		o->check = (int)v;
 		return KEEP_PARSING;
+	case 'O':
+		o->out_of_place = 1;
+		return KEEP_PARSING;
 	case 'h':
 		fputs(usage, stdout);
 		return 0;
@@ -182,12 +189,15 @@ int main(int argc, char **argv)
 	int ch, rc;
 
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:h", longopts, NULL)) != -1)
+	while ((ch = getopt_long(argc, argv, ":b:e:f:i:n:w:d:o:c:Oh", longopts, NULL)) != -1)
 		if ((rc = apply_option(ch, &o, argv)) != KEEP_PARSING)
 			return rc;
 	if (optind < argc)
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	if (o.minbytes > o.maxbytes)
 		return usage_error("-b is larger than -e");
+	if (o.out_of_place && o.backend == BENCH_CPU)
+		return usage_error("-O/--out-of-place: NCCL backend only (the CPU ring's all-reduce "
+				   "is in place)");
 	return bench_main(&o);
 }

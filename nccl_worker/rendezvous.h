@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* The rendezvous protocol (rendezvous.c): how the ranks find each other
- * through rank 0.  Internal to the comm library. */
+/* The rendezvous protocol (rendezvous.c, and rdv_chief.c for rank 0): how
+ * the ranks find each other through rank 0.  Internal to the comm
+ * library. */
 #ifndef SLOTRUN_RENDEZVOUS_H
 #define SLOTRUN_RENDEZVOUS_H
 
@@ -9,6 +10,13 @@
 #include <sys/socket.h>
 
 #include "comm_internal.h"
+
+/* The seals' labels (auth_mac): a registration's, and the table's. */
+#define RDV_LABEL_REGISTER "slotrun-rdv-register"
+#define RDV_LABEL_TABLE "slotrun-rdv-table"
+
+/* Connections rank 0 holds before they register, at most. */
+#define RDV_PENDING_MAX 64
 
 /* MASTER_ADDR and MASTER_PORT as an address, asked again while the name
  * does not resolve yet (a container's name is in its network's DNS only
@@ -27,5 +35,9 @@ int rdv_resolve_master(struct slotcomm *c, int64_t deadline, struct sockaddr_sto
  * told why. */
 int rdv_run(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
 	    const char *my_addr, int dport, int64_t deadline);
+
+/* Rank 0's side of rdv_run (rdv_chief.c), its own table entry filled. */
+int rdv_chief(struct slotcomm *c, const struct sockaddr_storage *master, socklen_t mlen,
+	      int64_t deadline);
 
 #endif

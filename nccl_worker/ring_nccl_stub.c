@@ -68,6 +68,13 @@ int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t cou
 	return -ENOSYS;
 }
 
+int slotcomm_nccl_allreduce_into(struct slotcomm_nccl *g, const void *send, void *recv,
+				 size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op)
+{
+	(void)g, (void)send, (void)recv, (void)count, (void)dtype, (void)op;
+	return -ENOSYS;
+}
+
 int slotcomm_nccl_sync(struct slotcomm_nccl *g)
 {
 	(void)g;

@@ -12,7 +12,8 @@
  *
  * Setup, inside slotcomm_init:
  *   shm_info_fill   every rank: its node key, a listening abstract socket
- *                   and a random token, to be exchanged (slotcomm_allgather)
+ *                   and a random token, to be exchanged in the rendezvous
+ *                   (shm_info_to_node, the table's struct frame_node)
  *   shm_attach      the ranks of each node: the leader (lowest rank) makes
  *                   the segment (memfd), hands it over the socket
  *                   (SCM_RIGHTS) to each member that proves its token, and
@@ -32,9 +33,11 @@
 
 #define SHM_KEY_MAX 96
 #define SHM_SOCK_MAX 44
-#define SHM_TOKEN_LEN 16
+#define SHM_TOKEN_LEN FRAME_NODE_ID_LEN
 
-/* What each rank tells the others (one slotcomm_allgather in slotcomm_init). */
+/* What each rank tells the others (in the rendezvous's table).  The key is
+ * the hex digest of the node's identity, the socket "slotrun-" and the hex
+ * of 16 random bytes: what struct frame_node carries in 49 bytes. */
 struct shm_info {
 	char transport;               /* SLOTRUN_TRANSPORT asked: 'a'uto, 't'cp, 's'hm */
 	char key[SHM_KEY_MAX];        /* "<boot id>/<net namespace inode>", "" if unknown */
@@ -50,6 +53,11 @@ void shm_node_key(char *buf, size_t len);
  * listening on a fresh abstract socket.  Never fails: without a socket the
  * name stays empty, and shm_attach says why. */
 void shm_info_fill(struct slotcomm *c, struct shm_info *mine);
+
+/* An shm_info as the rendezvous carries it, and back (a peer's bytes
+ * become hex: nothing it sends is a string of its own). */
+void shm_info_to_node(const struct shm_info *in, struct frame_node *out);
+void shm_info_from_node(const struct frame_node *in, struct shm_info *out);
 
 /* Sets up this rank's node (all[] from every rank, slotcomm_allgather'd):
  * c->shm for a node of two or more ranks.  0 on success; a negative errno

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "shm_sched.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static uint64_t round_up(uint64_t x, uint64_t to)
@@ -95,17 +96,41 @@ int shm_node_members(const char *keys, size_t stride, int n, int me, int *member
 	return m;
 }
 
+struct keyed {
+	const char *keys;
+	size_t stride;
+};
+
+/* By key, then rank; an empty key sorts by rank only, a node of its own. */
+static int by_key(const void *a, const void *b, void *arg)
+{
+	const struct keyed *t = arg;
+	int x = *(const int *)a, y = *(const int *)b, d;
+	const char *kx = t->keys + (size_t)x * t->stride, *ky = t->keys + (size_t)y * t->stride;
+
+	d = strcmp(kx, ky);
+	return d ? d : (x > y) - (x < y);
+}
+
+static int by_rank(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
 int shm_node_leaders(const char *keys, size_t stride, int n, int *leaders)
 {
+	struct keyed t = { keys, stride };
 	int k = 0;
 
-	for (int r = 0; r < n; r++) {
-		int first = 1;
-
-		for (int q = 0; q < r && first; q++)
-			first = !same_node(keys, stride, q, r);
-		if (first)
-			leaders[k++] = r;
-	}
+	/* Sorted by (key, rank), a node's leader is the first of its run. */
+	for (int r = 0; r < n; r++)
+		leaders[r] = r;
+	qsort_r(leaders, (size_t)n, sizeof(*leaders), by_key, &t);
+	for (int i = 0; i < n; i++)
+		if (i == 0 || !same_node(keys, stride, leaders[i - 1], leaders[i]))
+			leaders[k++] = leaders[i];
+	qsort(leaders, (size_t)k, sizeof(*leaders), by_rank);
 	return k;
 }

@@ -85,8 +85,9 @@ static inline int shm_reached(uint32_t have, uint32_t want)
  * many; members[0] is the node's leader. */
 int shm_node_members(const char *keys, size_t stride, int n, int me, int *members);
 
-/* Every node's leader (its lowest rank), ascending, into leaders; returns
- * the number of nodes. */
+/* Every node's leader (its lowest rank), ascending, into leaders (room
+ * for n); returns the number of nodes.  O(n log n): a job of a thousand
+ * nodes is not compared pair by pair. */
 int shm_node_leaders(const char *keys, size_t stride, int n, int *leaders);
 
 #endif

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "io.h"
 #include "sock.h"
 
@@ -60,21 +62,71 @@ static socklen_t abstract_addr(const char *name, struct sockaddr_un *sun)
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
+static bool all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+static int unhex(const char *in, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		if (sscanf(in + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+void shm_info_to_node(const struct shm_info *in, struct frame_node *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->transport = (uint8_t)in->transport;
+	if (in->key[0])
+		(void)unhex(in->key, out->id, sizeof(out->id));
+	if (in->sock[0])
+		(void)unhex(in->sock + 8, out->sock, sizeof(out->sock));
+	memcpy(out->token, in->token, sizeof(out->token));
+}
+
+void shm_info_from_node(const struct frame_node *in, struct shm_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->transport = (char)in->transport;
+	if (!all_zero(in->id, sizeof(in->id)))
+		hex(out->key, in->id, sizeof(in->id));
+	if (!all_zero(in->sock, sizeof(in->sock))) {
+		memcpy(out->sock, "slotrun-", 8);
+		hex(out->sock + 8, in->sock, sizeof(in->sock));
+	}
+	memcpy(out->token, in->token, sizeof(out->token));
+}
+
 void shm_info_fill(struct slotcomm *c, struct shm_info *mine)
 {
-	uint8_t rnd[16];
+	uint8_t rnd[16], id[AUTH_DIGEST_LEN];
+	char key[SHM_KEY_MAX];
 	struct sockaddr_un sun;
 	int fd;
 
 	memset(mine, 0, sizeof(*mine));
 	mine->transport = c->cfg.transport == SLOTCOMM_TRANSPORT_TCP ? 't' :
 			  c->cfg.transport == SLOTCOMM_TRANSPORT_SHM ? 's' : 'a';
-	shm_node_key(mine->key, sizeof(mine->key));
+	shm_node_key(key, sizeof(key));
+	if (key[0]) {
+		auth_digest(id, key, strlen(key));
+		id[0] |= 1;  /* never all zeros, which says "unknown" */
+		hex(mine->key, id, FRAME_NODE_ID_LEN);
+	}
 	if (getrandom(mine->token, sizeof(mine->token), 0) != (ssize_t)sizeof(mine->token))
 		mine->key[0] = '\0';  /* no token, no sharing */
 	if (mine->transport == 't' || !mine->key[0])
 		return;
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd) || all_zero(rnd, sizeof(rnd)))
 		return;
 	memcpy(mine->sock, "slotrun-", 8);
 	hex(mine->sock + 8, rnd, sizeof(rnd));

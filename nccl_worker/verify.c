@@ -119,6 +119,52 @@ void verify_expect(struct verify_table *t, enum slotcomm_dtype dtype, enum slotc
 	}
 }
 
+void verify_expect_input(struct verify_table *t, enum slotcomm_dtype dtype, enum slotcomm_op op,
+			 int rank)
+{
+	int is_int = dtype == SLOTCOMM_INT32 || dtype == SLOTCOMM_INT64;
+
+	t->dtype = dtype;
+	for (unsigned h = 0; h < 16; h++) {
+		int64_t v = verify_input(op, rank, h);
+
+		t->i[h] = is_int ? v : 0;
+		t->f[h] = (double)v;  /* a small integer: exact in every type */
+	}
+}
+
+void verify_poison(void *buf, size_t count, const struct verify_table *t)
+{
+	switch (t->dtype) {
+	case SLOTCOMM_FLOAT32:
+		for (size_t i = 0; i < count; i++)
+			((float *)buf)[i] = NAN;
+		break;
+	case SLOTCOMM_FLOAT64:
+		for (size_t i = 0; i < count; i++)
+			((double *)buf)[i] = NAN;
+		break;
+	case SLOTCOMM_INT32:
+		for (size_t i = 0; i < count; i++)
+			((int32_t *)buf)[i] = ~(int32_t)t->i[verify_class(i)];
+		break;
+	case SLOTCOMM_INT64:
+		for (size_t i = 0; i < count; i++)
+			((int64_t *)buf)[i] = ~t->i[verify_class(i)];
+		break;
+	case SLOTCOMM_BF16:
+		for (size_t i = 0; i < count; i++)
+			((uint16_t *)buf)[i] = slotcomm_float_to_bf16(NAN);
+		break;
+	case SLOTCOMM_FP16:
+		for (size_t i = 0; i < count; i++)
+			((uint16_t *)buf)[i] = slotcomm_float_to_fp16(NAN);
+		break;
+	default:
+		break;
+	}
+}
+
 double verify_tolerance(enum slotcomm_dtype dtype)
 {
 	switch (dtype) {

@@ -41,6 +41,18 @@ void verify_fill(void *buf, size_t count, enum slotcomm_dtype dtype, enum slotco
 /* The expected results of the all-reduce over nranks ranks. */
 void verify_expect(struct verify_table *t, enum slotcomm_dtype dtype, enum slotcomm_op op, int nranks);
 
+/* The table of rank's own inputs: what its send buffer must still hold
+ * after an out-of-place all-reduce. */
+void verify_expect_input(struct verify_table *t, enum slotcomm_dtype dtype, enum slotcomm_op op,
+			 int rank);
+
+/* Fills buf with values that verify_check against t counts wrong, every one
+ * of them (NaN in the floating types, the bitwise complement of the
+ * expected value in the integer ones): what an out-of-place all-reduce's
+ * receive buffer holds before it, so that one that leaves the buffer
+ * alone is caught. */
+void verify_poison(void *buf, size_t count, const struct verify_table *t);
+
 double verify_tolerance(enum slotcomm_dtype dtype);
 
 /* Counts the wrong elements of buf; when there are any, *first is the index

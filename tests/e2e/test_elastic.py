@@ -34,13 +34,13 @@ class ElasticJob(Job):
     with two slots and its own --error-file; the demo's checkpoints are in
     the job's folder, which every node shares."""
 
-    def start(self, i, cmd, *, nnodes="2:3", restarts=3, extra=(), prefer=True, addrs=False):
+    def start(self, i, cmd, *, nnodes="2:3", restarts=3, extra=(), prefer=True, addrs=False, slots=2):
         """prefer: node i asks for rank i (a preference, which the chief
         honours in the first round), so that the cases know who is who.
         addrs: every node's address (--addrs), not the chief's alone."""
         rank = ["--node-rank", str(i)] if prefer else []
         where = ["--addrs", ",".join(self.cl.addrs)] if addrs else ["--master-addr", self.cl.addr(0)]
-        args = ["--nnodes", nnodes, *where, *rank, "--slots", "2",
+        args = ["--nnodes", nnodes, *where, *rank, "--slots", str(slots),
                 "--max-restarts", str(restarts), "--error-file", self.efile(i), *FAST, *extra, "--", *cmd]
         return self.spawn(i, args, clean_env({"SLOTRUN_JOB_SECRET": SECRET, "EJ_DIR": self.dir}))
 
@@ -297,6 +297,32 @@ def nodes_need_only_the_chief_s_address():
         groups = [set(re.findall(rb"group (\d) of 3", job.out(i))) for i in range(3)]
         assert groups[0] == {b"0"}, groups
         assert sorted(g.pop() for g in groups[1:]) == [b"1", b"2"], groups
+        job.assert_nothing_left()
+
+
+@case
+def nodes_with_different_slot_counts_share_one_rank_space():
+    """Nodes of 1, 3 and 2 slots: ranks 0, 1-3 and 4-5, world 6 in every
+    worker; when the node of 3 is lost, the next round has ranks 0 and 1-2,
+    world 3."""
+    show = ["sh", "-c", 'echo "rank $RANK of $WORLD_SIZE local $LOCAL_RANK/$LOCAL_WORLD_SIZE round '
+            '$SLOTRUN_ROUND"; exec sleep 60']
+    with elastic() as job:
+        for i, n in enumerate((1, 3, 2)):
+            job.start(i, show, slots=n)
+        job.wait_err(range(3), LINE.format(1, 3, 6))
+        want = {0: [(0, 0, 1)], 1: [(1, 0, 3), (2, 1, 3), (3, 2, 3)], 2: [(4, 0, 2), (5, 1, 2)]}
+
+        def seen(i, rnd, world):
+            found = re.findall(rb"rank (\d+) of %d local (\d+)/(\d+) round %d" % (world, rnd), job.out(i))
+            return sorted((int(a), int(b), int(c)) for a, b, c in found)
+        job.wait(lambda: all(seen(i, 1, 6) == want[i] for i in range(3)), WITHIN, "round 1's ranks")
+        kill_node(job, 1)
+        job.wait_err([0, 2], LINE.format(2, 2, 3))
+        job.wait(lambda: seen(0, 2, 3) == [(0, 0, 1)] and seen(2, 2, 3) == [(1, 0, 2), (2, 1, 2)], WITHIN,
+                 "round 2's ranks")
+        job.procs[0].signal(signal.SIGTERM)
+        job.expect_exit([143, 143], nodes=[0, 2])
         job.assert_nothing_left()
 
 

@@ -234,6 +234,8 @@ def bad_flags_exit_2_with_one_line():
         (["-c", "2"], "-c '2'"),
         (["-i", "0"], "-i '0'"),
         (["-b", "8K", "-e", "4K"], "-b is larger than -e"),
+        (["--backend", "cpu", "-O"], "-O/--out-of-place: NCCL backend only"),
+        (["--backend", "cpu", "--out-of-place"], "-O/--out-of-place: NCCL backend only"),
         (["--frobnicate"], "unknown option '--frobnicate'"),
         (["-b"], "needs a value"),
         (["extra"], "unexpected argument 'extra'"),
@@ -293,6 +295,22 @@ def backend_auto_without_gpu_says_it_falls_back():
         raise Skip("a GPU is visible here: auto picked NCCL")
     assert re.search(rb"^# backend auto: .*; using the CPU ring instead$", out, re.M), out
     assert b"# backend cpu" in out
+
+
+@case
+def out_of_place_without_gpu_exits_2_on_every_rank():
+    # backend auto: the ranks agree on the CPU ring, which is in place only,
+    # and every rank says so in one line and exits 2, none waiting for another.
+    procs = start(2, [NW, "-O", "-b", "1K", "-e", "1K"], **CUDA_ASAN)
+    codes = finish_all(procs, 60)
+    if codes == {0: 0, 1: 0} and b"# backend nccl" in procs[0].out:
+        raise Skip("a GPU is visible here (test_nccl_gpu covers -O)")
+    assert codes == {0: 2, 1: 2}, (codes, {r: p.err for r, p in procs.items()})
+    for r, p in procs.items():
+        assert p.err.count(b"\n") == 1, p.err
+        assert p.err.startswith(b"nccl_worker: rank %d: -O/--out-of-place: NCCL backend only, "
+                                b"and backend auto chose the CPU ring: " % r), p.err
+        assert p.out == b"", "no table: " + p.out.decode()
 
 
 @case

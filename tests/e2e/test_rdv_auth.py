@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""The comm library's authenticated rendezvous (nccl_worker/rendezvous.c):
-the job secret never crosses the wire, a recorded handshake fails when it
-is played again, in either direction, a forged ring HELLO is refused, and
-connections that do not register are capped and dropped after a deadline.
+"""The comm library's authenticated rendezvous (nccl_worker/rendezvous.c,
+rdv_chief.c): the job secret never crosses the wire, a recorded handshake
+fails when it is played again, in either direction, a forged ring HELLO is
+refused, and connections that do not register are capped (the oldest sent
+away, busy, once newer ones wait) and dropped after a deadline.
 
 A recording proxy stands between rank 1 and rank 0 for the first case; the
 others play rank 0 or rank 1 by hand with what it recorded."""
@@ -15,18 +16,10 @@ import time
 
 from harness import Proc, binary, case, free_port, run, try_connect, wait_for
 from ranks import finish_all, rank_env
+from rdv_frames import BUSY, CHALLENGE, HDR, HELLO, REGISTER, REJECT, TABLE, frame, recv_frame
 
 CHECK = binary("comm_check")
 SECRET = "e2e-auth-Zq7Kd0xW"
-HDR = struct.Struct("<IHHQQ")  # magic, version, type, seq, len
-MAGIC, VERSION = 0x4E524C53, 2
-REGISTER, TABLE, REJECT, HELLO, CHALLENGE = 1, 2, 3, 4, 10
-
-
-def frame(t, payload):
-    return HDR.pack(MAGIC, VERSION, t, 0, len(payload)) + payload
-
-
 def frames(data):
     """[(type, payload), ...] of a recorded byte stream."""
     out = []
@@ -35,22 +28,6 @@ def frames(data):
         out.append((t, data[HDR.size:HDR.size + n]))
         data = data[HDR.size + n:]
     return out
-
-
-def recv_exact(s, n, timeout=10):
-    s.settimeout(timeout)
-    b = b""
-    while len(b) < n:
-        chunk = s.recv(n - len(b))
-        if not chunk:
-            raise AssertionError(f"connection closed after {len(b)} of {n} bytes")
-        b += chunk
-    return b
-
-
-def recv_frame(s, timeout=10):
-    _, _, t, _, n = HDR.unpack(recv_exact(s, HDR.size, timeout))
-    return t, recv_exact(s, n, timeout)
 
 
 def sees_eof(s, timeout):
@@ -259,11 +236,17 @@ def unregistered_connections_are_capped_and_dropped_after_10s():
     t0 = time.monotonic()
     socks = [first] + [try_connect(port) for _ in range(69)]
     assert all(socks)
-    # at most 64 are held: the six oldest go at once
+    # at most 64 are held: the six newest wait in the backlog, and the six
+    # oldest make room for them once they have had their second
     for s in socks[:6]:
         assert sees_eof(s, 5), "an unregistered connection beyond the cap was kept"
-    # the rest when their 10 s are up
+    # the rest when their 10 s are up, told BUSY first (a rank merely not
+    # scheduled that long would connect again)
     for s in socks[6:]:
+        t, _ = recv_frame(s, max(0.1, t0 + 15 - time.monotonic()))
+        assert t == CHALLENGE, t
+        t, _ = recv_frame(s, max(0.1, t0 + 15 - time.monotonic()))
+        assert t == BUSY, f"dropped with a frame of type {t}, not BUSY"
         assert sees_eof(s, max(0.1, t0 + 15 - time.monotonic())), "kept past its deadline"
     assert time.monotonic() - t0 >= 9, "dropped before its 10 s were up"
     for s in socks:

@@ -38,8 +38,11 @@ def runtime(name):
 
 
 def start(xdg, script, slots=4, extra=()):
-    return Proc([SR, "--slots", str(slots), "--grace", "1", *extra, "--", "sh", "-c", script],
-                environ=job_env({"XDG_RUNTIME_DIR": xdg}))
+    """A job; killed at the test's exit, however a case ends."""
+    p = Proc([SR, "--slots", str(slots), "--grace", "1", *extra, "--", "sh", "-c", script],
+             environ=job_env({"XDG_RUNTIME_DIR": xdg}))
+    cleanup_at_exit(p.kill)
+    return p
 
 
 def sock_of(xdg, p):

@@ -47,17 +47,19 @@ static void payload(unsigned type, const uint8_t *p, size_t len)
 	}
 	case FRAME_TABLE: {
 		static struct frame_peer peers[TABLE_MAX];
+		static char hosts[sizeof(out)];
 		uint8_t mac[FRAME_MAC_LEN];
 		uint32_t n = len >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
 					(uint32_t)p[3] << 24 : 0;
 
 		n = n > TABLE_MAX ? TABLE_MAX : n;
-		if ((r = frame_table_decode(p, len, n, peers, mac, &why)) == 0) {
+		if ((r = frame_table_decode(p, len, n, peers, hosts, len, mac, &why)) == 0) {
 			for (uint32_t i = 0; i < n; i++) {
-				printable(peers[i].host);
+				FUZZ_CHECK(peers[i].host < len);
+				printable(hosts + peers[i].host);
 				printable(peers[i].addr);
 			}
-			same(frame_table_encode(peers, n, mac, out, sizeof(out)), p, len);
+			same(frame_table_encode(peers, hosts, n, mac, out, sizeof(out)), p, len);
 		}
 		break;
 	}
@@ -105,7 +107,7 @@ static void payload(unsigned type, const uint8_t *p, size_t len)
 		}
 		break;
 	}
-	default: /* GATHER, BCAST, BYE: bytes for the caller */
+	default: /* GATHER, BCAST, BYE, BUSY: bytes for the caller */
 		return;
 	}
 	FUZZ_CHECK(r == 0 || (r == -EPROTO && why && *why));

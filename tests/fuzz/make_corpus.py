@@ -133,7 +133,7 @@ put("plane_proto", "mismatch_no_node", frame(20, struct.pack(">i", -1)))
 
 
 # ---- frame: nccl_worker's header + payload (little-endian) ----
-def nframe(t, payload=b"", seq=0, magic=0x4e524c53, version=2, length=None):
+def nframe(t, payload=b"", seq=0, magic=0x4e524c53, version=3, length=None):
     return struct.pack("<IHHQQ", magic, version, t, seq, len(payload) if length is None else length) + payload
 
 
@@ -143,25 +143,28 @@ def lstr(s):
 
 
 RING_NONCE, RNONCE, RMAC = b"\x11" * 32, b"\x22" * 32, b"\x33" * 32
+NODE = b"a" + b"\x44" * 16 + b"\x55" * 16 + b"\x66" * 16  # transport, node id, socket, token
 register = (struct.pack("<IIII", 1, 4, 1, 2) + lstr("node1") + lstr("10.0.0.2") + struct.pack("<H", 40000)
-            + RING_NONCE + RNONCE + RMAC)
+            + RING_NONCE + NODE + RNONCE + RMAC)
 put("frame", "register", nframe(1, register))
-put("frame", "register_port_0", nframe(1, register[:-98] + struct.pack("<H", 0) + register[-96:]))
+put("frame", "register_port_0", nframe(1, register[:-147] + struct.pack("<H", 0) + register[-145:]))
 put("frame", "register_short_mac", nframe(1, register[:-1]))
+put("frame", "register_bad_transport", nframe(1, register[:-113] + b"x" + register[-112:]))
 put("frame", "table", nframe(2, struct.pack("<I", 2) + lstr("a") + lstr("10.0.0.1") + struct.pack("<H", 1)
-                             + RING_NONCE + lstr("b") + lstr("10.0.0.2") + struct.pack("<H", 2) + RNONCE
-                             + RMAC))
+                             + RING_NONCE + NODE + lstr("b") + lstr("10.0.0.2") + struct.pack("<H", 2)
+                             + RNONCE + b"t" + bytes(48) + RMAC))
 put("frame", "table_short", nframe(2, struct.pack("<I", 3) + lstr("a")))
 put("frame", "reject", nframe(3, lstr("wrong secret")))
 put("frame", "reject_control_char", nframe(3, lstr("bad\x1b[31m")))
 put("frame", "hello", nframe(4, struct.pack("<I", 3) + RNONCE + RMAC))
 put("frame", "challenge", nframe(10, RNONCE))
 put("frame", "challenge_long", nframe(10, RNONCE + b"x"))
+put("frame", "busy", nframe(11))
 put("frame", "allreduce", nframe(7, struct.pack("<QBB", 1 << 20, 0, 0), seq=5))
 put("frame", "abort", nframe(8, struct.pack("<iiB", 2, 3, 1) + lstr("rank 3 timed out")))
 put("frame", "abort_negative_rank", nframe(8, struct.pack("<iiB", -1, -2, 0) + lstr("x")))
 put("frame", "bad_magic", nframe(1, register, magic=0x12345678))
-put("frame", "bad_version", nframe(1, register, version=1))
+put("frame", "bad_version", nframe(1, register, version=2))
 put("frame", "unknown_type", nframe(77))
 put("frame", "long_length", nframe(1, register, length=1 << 40))
 put("frame", "trailing_bytes", nframe(7, struct.pack("<QBB", 1, 0, 0) + b"x"))

@@ -101,6 +101,10 @@ static struct frame_register sample_register(void)
 	strcpy(m.host, "node-7");
 	strcpy(m.addr, "10.0.0.7");
 	memset(m.ring_nonce, 0xa1, sizeof(m.ring_nonce));
+	m.node.transport = 'a';
+	memset(m.node.id, 0xd4, sizeof(m.node.id));
+	memset(m.node.sock, 0xe5, sizeof(m.node.sock));
+	memset(m.node.token, 0xf6, sizeof(m.node.token));
 	memset(m.nonce, 0xb2, sizeof(m.nonce));
 	memset(m.mac, 0xc3, sizeof(m.mac));
 	return m;
@@ -123,6 +127,10 @@ LEAK_TEST(frame, register_round_trip_and_every_truncation_fails)
 	cr_assert_str_eq(got.host, "node-7");
 	cr_assert_str_eq(got.addr, "10.0.0.7");
 	cr_assert_arr_eq(got.ring_nonce, m.ring_nonce, sizeof(m.ring_nonce));
+	cr_assert_eq(got.node.transport, 'a');
+	cr_assert_arr_eq(got.node.id, m.node.id, sizeof(m.node.id));
+	cr_assert_arr_eq(got.node.sock, m.node.sock, sizeof(m.node.sock));
+	cr_assert_arr_eq(got.node.token, m.node.token, sizeof(m.node.token));
 	cr_assert_arr_eq(got.nonce, m.nonce, sizeof(m.nonce));
 	cr_assert_arr_eq(got.mac, m.mac, sizeof(m.mac));
 
@@ -153,6 +161,12 @@ LEAK_TEST(frame, register_rejects_bad_strings_and_port_0)
 	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
 	cr_assert_str_eq(why, "port 0");
 
+	m = sample_register();
+	m.node.transport = 'x';
+	n = frame_register_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(frame_register_decode(buf, (size_t)n, &got, &why), -EPROTO);
+	cr_assert_str_eq(why, "unknown transport");
+
 	/* A host string claiming 0xffff bytes. */
 	m = sample_register();
 	n = frame_register_encode(&m, buf, sizeof(buf));
@@ -179,29 +193,44 @@ LEAK_TEST(frame, encoder_reports_no_room)
 
 LEAK_TEST(frame, table_round_trip_and_size_check)
 {
-	struct frame_peer p[3] = { { "a", "127.0.0.1", 1, { 1 } }, { "b", "::1", 2, { 2 } },
-				   { "c", "10.1.1.1", 3, { 3 } } };
+	static const char strs[] = "\0a\0b\0c";
+	struct frame_peer p[3] = { { 1, "127.0.0.1", 1, { 1 }, { 't', { 4 }, { 0 }, { 7 } } },
+				   { 3, "::1", 2, { 2 }, { 'a', { 5 }, { 8 }, { 9 } } },
+				   { 5, "10.1.1.1", 3, { 3 }, { 's', { 0 }, { 6 }, { 1 } } } };
 	struct frame_peer got[3];
 	uint8_t buf[FRAME_TABLE_MAX(3)], mac[FRAME_MAC_LEN], gmac[FRAME_MAC_LEN];
+	char hosts[sizeof(buf)];
 	const char *why;
 	long n;
 
 	memset(mac, 0x5a, sizeof(mac));
-	n = frame_table_encode(p, 3, mac, buf, sizeof(buf));
-	/* the count, three (host, addr, port, nonce) and the MAC */
-	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32) + (6 + 1 + 3 + 32) + (6 + 1 + 8 + 32) + 32);
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, gmac, &why), 0);
+	n = frame_table_encode(p, strs, 3, mac, buf, sizeof(buf));
+	/* the count, three (host, addr, port, nonce, node) and the MAC */
+	cr_assert_eq(n, 4 + (6 + 1 + 9 + 32 + 49) + (6 + 1 + 3 + 32 + 49) + (6 + 1 + 8 + 32 + 49) + 32);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, (size_t)n, gmac, &why), 0);
 	for (int i = 0; i < 3; i++) {
-		cr_assert_str_eq(got[i].host, p[i].host);
+		cr_assert_str_eq(hosts + got[i].host, strs + p[i].host);
 		cr_assert_str_eq(got[i].addr, p[i].addr);
 		cr_assert_eq(got[i].port, p[i].port);
 		cr_assert_arr_eq(got[i].ring_nonce, p[i].ring_nonce, FRAME_NONCE_LEN);
+		cr_assert_eq(memcmp(&got[i].node, &p[i].node, sizeof(p[i].node)), 0, "peer %d's node", i);
 	}
+	/* the host names, one after the other */
+	cr_assert(got[0].host == 0 && got[1].host == 2 && got[2].host == 4);
 	cr_assert_arr_eq(gmac, mac, sizeof(mac));
-	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, gmac, &why), -EPROTO);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 4, got, hosts, (size_t)n, gmac, &why), -EPROTO);
 	cr_assert_str_eq(why, "table size differs from WORLD_SIZE");
-	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, gmac, &why), -EPROTO);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n - 1, 3, got, hosts, (size_t)n, gmac, &why),
+		     -EPROTO);
 	cr_assert_str_eq(why, "truncated payload");
+	/* no room for the names: refused, never written past */
+	memset(hosts, 0x7f, sizeof(hosts));
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, 3, gmac, &why), -EPROTO);
+	cr_assert_str_eq(why, "string too long");
+	for (size_t i = 3; i < sizeof(hosts); i++)
+		cr_assert_eq(hosts[i], 0x7f, "byte %zu written", i);
+	cr_assert_eq(frame_table_decode(buf, (size_t)n, 3, got, hosts, 2, gmac, &why), -EPROTO);
+	cr_assert_str_eq(why, "host names longer than the table");
 }
 
 LEAK_TEST(frame, hello_abort_reason_allreduce_round_trips)
@@ -275,6 +304,7 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 	for (int round = 0; round < 3000; round++) {
 		struct frame_register m;
 		struct frame_peer p[4];
+		char hosts[sizeof(buf)];
 		struct frame_hello h;
 		struct frame_abort a;
 		struct frame_hdr hd;
@@ -289,7 +319,7 @@ LEAK_TEST(frame, random_bytes_never_crash_the_decoders)
 		if (len >= FRAME_HDR_LEN)
 			(void)frame_decode_hdr(buf, 1000, &hd, &why);
 		(void)frame_register_decode(buf, len, &m, &why);
-		(void)frame_table_decode(buf, len, 4, p, mac, &why);
+		(void)frame_table_decode(buf, len, 4, p, hosts, sizeof(hosts), mac, &why);
 		(void)frame_challenge_decode(buf, len, mac, &why);
 		(void)frame_hello_decode(buf, len, &h, &why);
 		(void)frame_abort_decode(buf, len, &a, &why);
@@ -321,4 +351,36 @@ LEAK_TEST(frame, sealed_payload_binds_secret_label_nonces_and_bytes)
 	frame_seal(p, sizeof(p), "", "label", a, b);
 	cr_assert(frame_sealed(p, sizeof(p), "", "label", a, b));
 	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", a, b));
+}
+
+/* The table's seal covers the digest of every byte before it, so one hash
+ * serves every rank's seal, and binds the secret, the label and the nonces
+ * as frame_seal does. */
+LEAK_TEST(frame, digest_seal_binds_secret_label_nonces_and_bytes)
+{
+	uint8_t a[FRAME_NONCE_LEN], b[FRAME_NONCE_LEN], p[300 + FRAME_MAC_LEN], q[sizeof(p)];
+	uint8_t d[FRAME_DIGEST_LEN];
+
+	cr_assert_eq(auth_init(), 0);
+	memset(a, 1, sizeof(a));
+	memset(b, 2, sizeof(b));
+	for (size_t i = 0; i < sizeof(p); i++)
+		p[i] = (uint8_t)(i * 7);
+	frame_digest(p, sizeof(p) - FRAME_MAC_LEN, d);
+	frame_seal_digest(p + sizeof(p) - FRAME_MAC_LEN, d, "s3cret", "label", a, b);
+	cr_assert(frame_sealed_digest(p, sizeof(p), "s3cret", "label", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cres", "label", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cret", "other", a, b));
+	cr_assert_not(frame_sealed_digest(p, sizeof(p), "s3cret", "label", b, a));
+	cr_assert_not(frame_sealed(p, sizeof(p), "s3cret", "label", a, b),
+		      "a seal over the digest is not one over the bytes");
+	for (size_t i = 0; i < sizeof(p); i++) {
+		memcpy(q, p, sizeof(p));
+		q[i] ^= 0x80;
+		cr_assert_not(frame_sealed_digest(q, sizeof(q), "s3cret", "label", a, b), "byte %zu", i);
+	}
+	cr_assert_not(frame_sealed_digest(p, FRAME_MAC_LEN - 1, "s3cret", "label", a, b));
+	/* what a peer computes: HMAC(secret; label, nonces, SHA-256(bytes)) */
+	auth_mac(q, "s3cret", "label", a, b, d, sizeof(d));
+	cr_assert_eq(memcmp(q, p + sizeof(p) - FRAME_MAC_LEN, FRAME_MAC_LEN), 0);
 }

@@ -355,6 +355,24 @@ Test(plane_handshake, a_frame_too_large_to_seal_is_refused)
 	cr_assert_gt(plane_seal(&s, buf, (size_t)n, (size_t)n + AUTH_TAG_LEN), 0);
 }
 
+Test(plane_silence, a_silent_peer_whose_host_answers_is_waited_for_up_to_the_bound)
+{
+	cr_assert_eq(plane_silence(4.9, 10, 5), PLANE_HEARD);
+	cr_assert_eq(plane_silence(5.1, 0.2, 5), PLANE_WAIT, "its host ACKed our heartbeat");
+	cr_assert_eq(plane_silence(14.9, 0.2, 5), PLANE_WAIT);
+	cr_assert_eq(plane_silence(15.1, 0.2, 5), PLANE_LOST_STALLED, "past 3 heartbeat timeouts");
+	cr_assert_eq(plane_silence(5.1, 5.1, 5), PLANE_LOST_SILENT, "its host is silent too: a cut or a dead host");
+	cr_assert_eq(plane_silence(5.1, -1, 5), PLANE_LOST_SILENT, "nothing known of its host");
+}
+
+Test(plane_silence, a_node_knows_its_own_stall_and_when_its_peers_gave_it_up)
+{
+	cr_assert(!plane_self_stalled(0.5, 5), "a tick late by half a second is no stall");
+	cr_assert(plane_self_stalled(2.6, 5));
+	cr_assert(!plane_self_given_up(10, 5), "twice the timeout: the peers still wait");
+	cr_assert(plane_self_given_up(14.5, 5), "within a heartbeat of the bound: they may have");
+}
+
 /* ---- The chief's decisions ---- */
 
 static int slots3[] = { 2, 2, 2 };

@@ -2,11 +2,14 @@
 /* The shared-memory transport's arithmetic: steps and pieces tile any
  * buffer exactly, on cache-line boundaries and inside the slots; the
  * segment's lines and slots never overlap; counters compare across the
- * wrap; ranks group into nodes by key. */
+ * wrap; ranks group into nodes by key, which crosses the rendezvous in 49
+ * bytes. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "shm.h"
 #include "shm_sched.h"
 #include "leak_check.h"
 
@@ -154,4 +157,68 @@ LEAK_TEST(shm_sched, ranks_group_into_nodes_by_key)
 	m = shm_node_leaders(&keys[0][0], 16, 6, leaders);
 	cr_assert_eq(m, 4);
 	cr_assert(leaders[0] == 0 && leaders[1] == 2 && leaders[2] == 3 && leaders[3] == 5);
+}
+
+/* A thousand nodes, their ranks interleaved: each node's leader is its
+ * lowest rank, in order, as a comparison of every pair would find. */
+LEAK_TEST(shm_sched, leaders_of_many_nodes)
+{
+	enum { N = 4096, NODES = 1024, STRIDE = 24 };
+	static char keys[N][STRIDE];
+	static int leaders[N];
+	int m, k = 0;
+
+	for (int r = 0; r < N; r++) {
+		if (r % 97 == 5)
+			keys[r][0] = '\0';  /* unknown: a node of its own */
+		else
+			snprintf(keys[r], STRIDE, "boot-%d", (r * 389) % NODES);
+	}
+	m = shm_node_leaders(&keys[0][0], STRIDE, N, leaders);
+	for (int r = 0; r < N; r++) {
+		int first = 1;
+
+		for (int q = 0; q < r && first && keys[r][0]; q++)
+			first = strcmp(keys[q], keys[r]) != 0;
+		if (!first)
+			continue;
+		cr_assert_lt(k, m, "rank %d leads a node, but only %d leaders were found", r, m);
+		cr_assert_eq(leaders[k], r, "leader %d is %d, not %d", k, leaders[k], r);
+		k++;
+	}
+	cr_assert_eq(k, m);
+}
+
+/* What a rank says about its node crosses the rendezvous as 49 bytes
+ * (struct frame_node) and comes back the same; an unknown node or a
+ * missing socket are zeros and come back empty; whatever bytes a peer
+ * sends become hex, never a string of its own. */
+LEAK_TEST(shm_sched, node_info_survives_the_table)
+{
+	struct shm_info in = { .transport = 'a' }, out;
+	struct frame_node n;
+
+	snprintf(in.key, sizeof(in.key), "0123456789abcdef00112233445566ff");
+	snprintf(in.sock, sizeof(in.sock), "slotrun-ffeeddccbbaa99887766554433221100");
+	memset(in.token, 0x5c, sizeof(in.token));
+	shm_info_to_node(&in, &n);
+	cr_assert_eq(n.transport, 'a');
+	cr_assert_eq(n.id[0], 0x01);
+	cr_assert_eq(n.id[15], 0xff);
+	cr_assert_eq(n.sock[0], 0xff);
+	shm_info_from_node(&n, &out);
+	cr_assert_eq(memcmp(&in, &out, sizeof(in)), 0);
+
+	memset(&in, 0, sizeof(in));
+	in.transport = 't';
+	shm_info_to_node(&in, &n);
+	shm_info_from_node(&n, &out);
+	cr_assert_str_eq(out.key, "");
+	cr_assert_str_eq(out.sock, "");
+	cr_assert_eq(out.transport, 't');
+
+	memset(&n, 0x0a, sizeof(n));  /* newlines, as bytes */
+	shm_info_from_node(&n, &out);
+	cr_assert_str_eq(out.key, "0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a");
+	cr_assert_str_eq(out.sock, "slotrun-0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a");
 }

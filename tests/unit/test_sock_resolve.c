@@ -95,3 +95,32 @@ Test(sock_resolve, which_answers_may_mend)
 	cr_assert(!sock_gai_may_mend(EAI_MEMORY));
 	cr_assert(!sock_gai_may_mend(0));
 }
+
+/* sock_backoff: the pause doubles up to its cap, and each is jittered
+ * between half and all of it, so that processes started together spread
+ * out; every value of the random word stays in range. */
+Test(sock_backoff, doubles_to_the_cap_with_jitter_in_range)
+{
+	static const uint64_t rnd[] = { 0, 1, 2, 12345, UINT64_MAX / 3, UINT64_MAX - 1, UINT64_MAX };
+	int64_t p = 5, expect[] = { 5, 10, 20, 40, 80, 100, 100, 100 };
+
+	for (size_t i = 0; i < sizeof(expect) / sizeof(expect[0]); i++) {
+		int64_t before = p;
+		int64_t got = sock_backoff(&p, 100, rnd[i % 7]);
+
+		cr_assert_eq(before, expect[i], "try %zu: pause %lld", i, (long long)before);
+		cr_assert(got >= before / 2 && got <= before, "try %zu: %lld outside [%lld, %lld]", i,
+			  (long long)got, (long long)before / 2, (long long)before);
+	}
+	/* the jitter spreads: rnd picks anywhere in [half, all] */
+	p = 100;
+	cr_assert_eq(sock_backoff(&p, 100, 0), 50);
+	p = 100;
+	cr_assert_eq(sock_backoff(&p, 100, 50), 100);
+	p = 100;
+	cr_assert_eq(sock_backoff(&p, 100, 51), 50);
+	/* a pause above the cap is the cap */
+	p = 1000;
+	cr_assert_leq(sock_backoff(&p, 100, 7), 100);
+	cr_assert_eq(p, 100);
+}

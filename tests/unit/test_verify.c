@@ -78,6 +78,65 @@ LEAK_TEST(verify, inputs_differ_between_ranks_and_elements)
 	cr_assert_gt(differ, 48);
 }
 
+/* An out-of-place all-reduce that leaves its receive buffer alone leaves
+ * the poison there: every element of it must count as wrong, for every
+ * type, op and size, including the wrapped integer products of many ranks. */
+LEAK_TEST(verify, poison_is_wrong_everywhere)
+{
+	static uint8_t buf[COUNT * 8];
+	static const int sizes[] = { 1, 2, 3, 9, 64, 130, 1000, 4096 };
+
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		for (int t = 0; t < SLOTCOMM_DTYPE_COUNT; t++) {
+			for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
+				struct verify_table exp;
+				uint64_t first = 99;
+				double got, want;
+
+				verify_expect(&exp, (enum slotcomm_dtype)t, (enum slotcomm_op)op, sizes[s]);
+				memset(buf, 0, sizeof(buf));
+				verify_poison(buf, COUNT, &exp);
+				cr_assert_eq(verify_check(buf, COUNT, &exp, &first, &got, &want), COUNT,
+					     "n=%d %s %s", sizes[s],
+					     slotcomm_dtype_name((enum slotcomm_dtype)t),
+					     slotcomm_op_name((enum slotcomm_op)op));
+				cr_assert_eq(first, 0);
+			}
+		}
+	}
+}
+
+/* The send buffer's check: a rank's own inputs pass against its input
+ * table, another rank's (or a result's) do not. */
+LEAK_TEST(verify, input_table_matches_the_rank_inputs_only)
+{
+	static uint8_t buf[COUNT * 8];
+
+	for (int t = 0; t < SLOTCOMM_DTYPE_COUNT; t++) {
+		for (int op = 0; op < SLOTCOMM_OP_COUNT; op++) {
+			for (int rank = 0; rank < 5; rank++) {
+				struct verify_table in;
+				uint64_t first;
+				double got, want;
+
+				verify_expect_input(&in, (enum slotcomm_dtype)t, (enum slotcomm_op)op, rank);
+				verify_fill(buf, COUNT, (enum slotcomm_dtype)t, (enum slotcomm_op)op, rank);
+				cr_assert_eq(verify_check(buf, COUNT, &in, &first, &got, &want), 0,
+					     "%s %s rank %d: first at %lu: %g, want %g",
+					     slotcomm_dtype_name((enum slotcomm_dtype)t),
+					     slotcomm_op_name((enum slotcomm_op)op), rank,
+					     (unsigned long)first, got, want);
+				verify_fill(buf, COUNT, (enum slotcomm_dtype)t, (enum slotcomm_op)op,
+					    rank + 1);
+				cr_assert_gt(verify_check(buf, COUNT, &in, &first, &got, &want), COUNT / 4,
+					     "%s %s rank %d against rank %d's inputs",
+					     slotcomm_dtype_name((enum slotcomm_dtype)t),
+					     slotcomm_op_name((enum slotcomm_op)op), rank, rank + 1);
+			}
+		}
+	}
+}
+
 LEAK_TEST(bench, sizes_parse_with_suffixes)
 {
 	uint64_t v;

@@ -54,9 +54,19 @@ void slotcomm_nccl_free(struct slotcomm_nccl *g, void *dev);
 int slotcomm_nccl_to_device(struct slotcomm_nccl *g, void *dev, const void *host, size_t bytes);
 int slotcomm_nccl_to_host(struct slotcomm_nccl *g, void *host, const void *dev, size_t bytes);
 
-/* Enqueues an in-place all-reduce of dev on the backend's stream. */
+/* Enqueues an in-place all-reduce of count elements of dev on the backend's
+ * stream; slotcomm_nccl_sync waits for it. */
 int slotcomm_nccl_allreduce_start(struct slotcomm_nccl *g, void *dev, size_t count,
 			      enum slotcomm_dtype dtype, enum slotcomm_op op);
+
+/* Enqueues an out-of-place all-reduce: the result of reducing every rank's
+ * count elements of send lands in recv; send is left as it was.  send ==
+ * recv is the in-place all-reduce; otherwise they must not overlap (NCCL's
+ * result is undefined there).
+ * Numbered as one all-reduce like slotcomm_nccl_allreduce_start, and the
+ * same collective to the peers: ranks may mix the two. */
+int slotcomm_nccl_allreduce_into(struct slotcomm_nccl *g, const void *send, void *recv,
+				 size_t count, enum slotcomm_dtype dtype, enum slotcomm_op op);
 
 /* Waits until everything enqueued has finished. */
 int slotcomm_nccl_sync(struct slotcomm_nccl *g);

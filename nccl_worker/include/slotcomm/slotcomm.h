@@ -144,9 +144,12 @@ int slotcomm_config_parse(struct slotcomm_config *cfg, const char *(*get)(const 
  * with the table, sealed the same way.  Then all ranks pick the transport
  * alike (transport), each node's ranks share their segment, and the TCP
  * rings needed are connected.  All of it within timeout_s: on expiry the
- * error names the ranks that never came.  On failure *out is NULL and err
- * holds one line (a configuration slotcomm_config_check refuses, or
- * SLOTRUN_TRANSPORT=shm across hosts, are some). */
+ * error names the ranks that never came.  Rank 0 needs a descriptor per
+ * rank: it raises the process's soft RLIMIT_NOFILE to the hard limit when
+ * size needs that, and fails naming the limit when even that is too few.
+ * On failure *out is NULL and err holds one line (a configuration
+ * slotcomm_config_check refuses, or SLOTRUN_TRANSPORT=shm across hosts,
+ * are some). */
 int slotcomm_init(struct slotcomm **out, const struct slotcomm_config *cfg, char *err,
 		  size_t errlen);
 
