@@ -25,9 +25,10 @@
 /* A connection that has not proved the secret within this many seconds is
  * dropped.  The chief holds at most plane_max_pending(nnodes) of them at
  * once: every node of the job may be in its handshake at the same moment
- * (a join storm), and PLANE_MAX_PENDING strangers beside them.  The rest
- * wait in the listener's backlog (PLANE_BACKLOG; the kernel caps it at
- * net.core.somaxconn), accepted as the handshakes under way end. */
+ * (a join storm), and PLANE_MAX_PENDING strangers beside them; one more
+ * is closed at once (its node retries).  A storm waits in the listener's
+ * backlog (PLANE_BACKLOG; the kernel caps it at net.core.somaxconn) until
+ * the chief's loop accepts it. */
 #define PLANE_AUTH_DEADLINE 10.0
 #define PLANE_MAX_PENDING 16
 #define PLANE_BACKLOG 4096

@@ -182,10 +182,8 @@ void plane_chief_apply(struct plane *p, const struct plane_acts *a, struct conn 
 
 #define apply plane_chief_apply
 
-/* The listener is read only while fewer than plane_max_pending
- * connections are in their handshake: past that, new ones wait in the
- * backlog (closing them would only make their nodes retry).  A stranger
- * flood delays the join at most as the cap always did. */
+/* Out of fds, the listener is not read for a while: the connection stays
+ * in the backlog, and the listener would only wake us again at once. */
 static void accept_pause(struct plane *p)
 {
 	if (!p->accept_paused && p->ev_accept)
@@ -195,19 +193,17 @@ static void accept_pause(struct plane *p)
 
 static void accept_resume(struct plane *p)
 {
-	if (!p->accept_paused || !p->ev_accept || p->ended || p->npending >= plane_max_pending(p->cfg->nnodes) ||
-	    evtimer_pending(p->ev_accept_again, NULL))
+	if (!p->accept_paused || !p->ev_accept || p->ended)
 		return;
 	p->accept_paused = false;
 	event_add(p->ev_accept, NULL);
 }
 
 /* A connection's handshake is over (it proved the secret, is held for the
- * verdict, or closed): room for the next one in the backlog. */
+ * verdict, or closed): room for the next one under the cap. */
 static void pending_over(struct plane *p)
 {
 	p->npending--;
-	accept_resume(p);
 }
 
 /* Every listed node's addresses, for plane_where.  An entry that does not
@@ -511,11 +507,9 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	socklen_t sl = sizeof(ss);
 	int fd;
 
-	while (p->npending < plane_max_pending(p->cfg->nnodes)) {
+	while (true) {
 		fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
 		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
-			/* the connection stays in the backlog; the listener
-			 * would only wake us again at once */
 			struct timeval tv = clock_tv(0.1);
 
 			accept_pause(p);
@@ -524,13 +518,17 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 		}
 		if (fd < 0)
 			return;
-		if (p->ended)
+		/* Past the cap only strangers are in excess (every node
+		 * of the job fits under it): the newest is closed, not left
+		 * in the backlog, where a node would wait behind every
+		 * stranger before it, a deadline's worth per cap of them;
+		 * closed, it retries and takes the first place freed. */
+		if (p->ended || p->npending >= plane_max_pending(p->cfg->nnodes))
 			close(fd);
 		else if (challenge(p, fd, (struct sockaddr *)&ss) < 0)
 			return;
 		sl = sizeof(ss);
 	}
-	accept_pause(p);
 }
 
 static void on_accept_again(evutil_socket_t fd, short what, void *arg)
