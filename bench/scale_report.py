@@ -65,7 +65,7 @@ def plot_scale(S, png, tmp, terminal):
             pts = _curve(S, name, key)
             if pts:
                 curves.append(f"'{dat(name + key, pts)}' using 1:2 with linespoints {style(m, c)} "
-                              f"title '{what} ({name})'")
+                              f'title "{what} ({name})"')  # the chief's: no single quotes
     lines += ["set title 'seconds'", "set ylabel 'seconds'", "set yrange [0:*]",
               "plot " + ", ".join(curves + ["5 with lines dt 2 lc rgb 'gray' title 'join goal 5 s'",
                                             "1 with lines dt 3 lc rgb 'gray' title 'reach goal 1 s'"])]
@@ -76,7 +76,7 @@ def plot_scale(S, png, tmp, terminal):
             pts = _curve(S, name, key, scale, sub="per_node")
             if pts:
                 curves.append(f"'{dat(name + key, pts)}' using 1:2 with linespoints {style(m, c)} "
-                              f"title '{what} ({name})'")
+                              f'title "{what} ({name})"')  # the chief's: no single quotes
     lines += ["set title 'the chief, per node (its excess over a member)'", "set ylabel 'per node'",
               "set logscale y 10", "set yrange [*:*]",
               "plot " + ", ".join(curves + ["10 with lines dt 2 lc rgb 'gray' title 'memory goal 10 KiB'"]),
