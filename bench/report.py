@@ -9,9 +9,9 @@ Usage: bench/report.py --dir DIR [--results bench/results.json] [--plots bench]
                        [--readme bench/README.md]
        bench/report.py [--results bench/results.json] [--readme bench/README.md]
 
-DIR holds launch.json, wrap_rank.json, job_plane.json, allreduce.json,
-allreduce_nodes.json, gpu_allreduce.json, elastic.json, seal.json and
-rdv_scale.json (any may be missing).  A
+DIR holds launch.json, wrap_rank.json, job_plane.json, scale.json,
+allreduce.json, allreduce_nodes.json, gpu_allreduce.json, elastic.json,
+seal.json and rdv_scale.json (any may be missing).  A
 section whose JSON is in DIR replaces the results file's, stamped with this
 run's date and machine; the others are kept as they were, with the date
 and machine they were measured on (said in the README where it differs).
@@ -24,10 +24,11 @@ import os
 import re
 
 from report_notes import NOTES
-from report_plot import plot, plot_rdv
+from report_plot import has_cairo, plot, plot_rdv
 from report_sections import (NOT_RECORDED, gratio, human, machine_line, readme_allreduce, readme_elastic, readme_gpu,
                              readme_launch, readme_nodes, readme_plane, readme_rdv, readme_seal, readme_status_poll,
                              readme_wrap)
+from scale_report import plot_scale, readme_scale, summary_rows as scale_rows
 
 
 def load(d, name):
@@ -54,8 +55,8 @@ def write_readme(doc, path):
                for k in SECTIONS) else "."), ""]
     for key, fn in (("allreduce", readme_allreduce), ("allreduce_nodes", readme_nodes), ("gpu_allreduce", readme_gpu),
                     ("launch", readme_launch), ("status_poll", readme_status_poll), ("wrap_rank", readme_wrap),
-                    ("job_plane", readme_plane), ("elastic", readme_elastic), ("seal", readme_seal),
-                    ("rdv_scale", readme_rdv)):
+                    ("job_plane", readme_plane), ("scale", readme_scale), ("elastic", readme_elastic),
+                    ("seal", readme_seal), ("rdv_scale", readme_rdv)):
         if doc.get(key):
             sec = fn(doc[key])
             when = doc[key].get("measured") or {}
@@ -82,8 +83,8 @@ def cpu_model():
     return None
 
 
-SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "allreduce", "allreduce_nodes", "gpu_allreduce",
-            "elastic", "seal", "rdv_scale")
+SECTIONS = ("launch", "status_poll", "wrap_rank", "job_plane", "scale", "allreduce", "allreduce_nodes",
+            "gpu_allreduce", "elastic", "seal", "rdv_scale")
 
 
 def merge(d, results):
@@ -170,6 +171,11 @@ def main():
                          f"timeout {hb} s"))
         rows.append(("job plane: 3 nodes start to exit (ms)", "slotrun", f"{J['start_ms']['joined']:.1f}",
                      f"{J['start_ms']['alone']:.1f} as single-node jobs"))
+    if doc.get("scale"):
+        rows += scale_rows(doc["scale"])
+        plot_scale(doc["scale"], os.path.join(a.plots, "scale.png"), a.dir,
+                   "set terminal pngcairo size 1400,750 font ',11'" if has_cairo() else
+                   "set terminal png size 1400,750")
     A = doc["allreduce"]
     if A:
         res = A["results"]

@@ -109,14 +109,19 @@ static void hold_std_fds(void)
  * files); slotrun itself about 24 (std streams, libevent, /dev/null,
  * topology, and the few a worker's start holds for a moment: workers.c
  * reads each exec report before the next start), 20 for seeing inside
- * (the status socket and its STATUS_CONNS clients, the metrics listener)
- * and one per other node on the chief.  Raise the soft limit to the hard
- * one when short (workers get the original back), and say clearly when
- * even that is too few. */
-static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char *err, size_t errlen)
+ * (the status socket and its STATUS_CONNS clients, the metrics listener).
+ * The chief (any node of an elastic job may become it) holds one per other
+ * node and up to plane_max_pending handshakes beside them; another node
+ * one, its chief's.  Raise the soft limit to the hard one when short
+ * (workers get the original back), and say clearly when even that is too
+ * few. */
+static int fd_budget(int slots, int nnodes, bool chief, bool logs, struct rlimit *orig, char *err,
+		     size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 44 + (rlim_t)(nnodes > 1 ? nnodes : 0);
+	rlim_t plane = nnodes <= 1 ? 0 : chief ? (rlim_t)(nnodes - 1 + plane_max_pending(nnodes)) : 1;
+	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 44 + plane;
+	char nodes[96] = "";
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return 0;
@@ -126,9 +131,11 @@ static int fd_budget(int slots, int nnodes, bool logs, struct rlimit *orig, char
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-		snprintf(err, errlen, "%d slots need about %llu open files, but the limit is %llu "
-			 "(raise it with ulimit -n)", slots, (unsigned long long)need,
-			 (unsigned long long)rl.rlim_cur);
+		if (nnodes > 1 && chief)
+			snprintf(nodes, sizeof(nodes), " and the chief's connections to %d other nodes", nnodes - 1);
+		snprintf(err, errlen, "%d slot%s%s need%s about %llu open files, but the limit is %llu "
+			 "(raise it with ulimit -n)", slots, slots == 1 ? "" : "s", nodes,
+			 slots == 1 && !nodes[0] ? "s" : "", (unsigned long long)need, (unsigned long long)rl.rlim_cur);
 		return -EMFILE;
 	}
 	return 0;
@@ -684,8 +691,8 @@ static int run(struct launch *l)
 		code = filter_console(l);
 	if (code == GO_ON)
 		code = make_log_dir(l);
-	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->o.log_dir != NULL, &l->nofile, l->err,
-				       sizeof(l->err)) < 0)
+	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->ci.node_rank == 0 || l->ci.nnodes_min < l->ci.nnodes,
+				       l->o.log_dir != NULL, &l->nofile, l->err, sizeof(l->err)) < 0)
 		code = fail(2, l->err);
 	if (code == GO_ON)
 		code = find_executables(l);

@@ -23,9 +23,20 @@
 #define PLANE_DEFAULT_JOIN_TIMEOUT 300.0
 #define PLANE_DEFAULT_HB_TIMEOUT 5.0
 /* A connection that has not proved the secret within this many seconds is
- * dropped; at most PLANE_MAX_PENDING are held at once. */
+ * dropped.  The chief holds at most plane_max_pending(nnodes) of them at
+ * once: every node of the job may be in its handshake at the same moment
+ * (a join storm), and PLANE_MAX_PENDING strangers beside them; one more
+ * is closed at once (its node retries).  A storm waits in the listener's
+ * backlog (PLANE_BACKLOG; the kernel caps it at net.core.somaxconn) until
+ * the chief's loop accepts it. */
 #define PLANE_AUTH_DEADLINE 10.0
 #define PLANE_MAX_PENDING 16
+#define PLANE_BACKLOG 4096
+
+static inline int plane_max_pending(int nnodes)
+{
+	return PLANE_MAX_PENDING + nnodes;
+}
 /* A node about to stop (a terminal stop) waits at most this many seconds
  * for its PAUSE messages to be written. */
 #define PLANE_PAUSE_FLUSH 1.0

@@ -19,38 +19,42 @@
 /* Said at most this many times: a port scan must not flood stderr. */
 #define MAX_STRANGER_LINES 5
 
+/* Encoded once; each connection seals its own copy (its key, its count). */
 void plane_chief_broadcast(struct plane *p, const struct plane_msg *m, int except)
 {
-	for (int k = 1; k < p->nnodes; k++)
+	unsigned char frame[4 + PLANE_MAX_FRAME];
+	int n = plane_encode(m, frame, sizeof(frame));
+
+	for (int k = 1; n > 0 && k < p->nnodes; k++)
 		if (k != except && p->by_node[k])
-			plane_conn_send(p->by_node[k], m);
+			plane_conn_queue(p->by_node[k], frame, (size_t)n);
 }
 
 #define broadcast plane_chief_broadcast
 
-/* What START tells node k of a fixed-size job: its plan, attempt after
- * attempt. */
-static void fixed_round(const struct plane *p, int k, struct plane_round_info *ri)
+/* What START tells node k of a fixed-size job, whose first global rank
+ * is rank_base: its plan, attempt after attempt. */
+static void fixed_round(const struct plane *p, int k, int rank_base, struct plane_round_info *ri)
 {
 	const struct plane_cfg *g = p->cfg;
 
 	*ri = (struct plane_round_info){ .round = p->coord.restarts + 1, .restarts = p->coord.restarts,
-					 .nnodes = g->nnodes, .node_rank = k, .world_size = g->world_size };
-	for (int j = 0; j < k; j++)
-		ri->rank_base += g->slot_counts[j];
+					 .nnodes = g->nnodes, .node_rank = k, .rank_base = rank_base,
+					 .world_size = g->world_size };
 }
 
 /* Every node starts its workers, ours too. */
 static void start_all(struct plane *p)
 {
 	struct plane_msg m = { .type = PLANE_START };
+	int base = p->cfg->slot_counts[0];
 
-	for (int k = 1; k < p->nnodes; k++)
+	for (int k = 1; k < p->nnodes; base += p->cfg->slot_counts[k++])
 		if (p->by_node[k]) {
-			fixed_round(p, k, &m.round);
+			fixed_round(p, k, base, &m.round);
 			plane_conn_send(p->by_node[k], &m);
 		}
-	fixed_round(p, 0, &p->round);
+	fixed_round(p, 0, 0, &p->round);
 	p->h->start(p->arg, &p->round);
 }
 
@@ -178,6 +182,30 @@ void plane_chief_apply(struct plane *p, const struct plane_acts *a, struct conn 
 
 #define apply plane_chief_apply
 
+/* Out of fds, the listener is not read for a while: the connection stays
+ * in the backlog, and the listener would only wake us again at once. */
+static void accept_pause(struct plane *p)
+{
+	if (!p->accept_paused && p->ev_accept)
+		event_del(p->ev_accept);
+	p->accept_paused = true;
+}
+
+static void accept_resume(struct plane *p)
+{
+	if (!p->accept_paused || !p->ev_accept || p->ended)
+		return;
+	p->accept_paused = false;
+	event_add(p->ev_accept, NULL);
+}
+
+/* A connection's handshake is over (it proved the secret, is held for the
+ * verdict, or closed): room for the next one under the cap. */
+static void pending_over(struct plane *p)
+{
+	p->npending--;
+}
+
 /* Every listed node's addresses, for plane_where.  An entry that does not
  * resolve is asked again later (names may resolve late), at most once a
  * second, so that strangers' JOINs cannot keep the loop in the resolver;
@@ -242,7 +270,7 @@ static void other_secret(struct conn *c, const struct plane_msg *m)
 	if (a.held) {
 		/* bounded by the node count, not by the strangers' cap */
 		c->node = k;
-		p->npending--;
+		pending_over(p);
 	} else {
 		bool say = p->strangers_said++ < MAX_STRANGER_LINES;
 
@@ -271,7 +299,7 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 		return;
 	}
 	c->authed = true;
-	p->npending--;
+	pending_over(p);
 	plane_conn_seal(c, p->cfg->secret, c->nonce, m->nonce, true);
 	c->sealed_in = true;
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
@@ -381,7 +409,7 @@ static void on_dropped(struct conn *c)
 	struct plane *p = c->p;
 
 	if (!c->authed && c->node < 0)
-		p->npending--;
+		pending_over(p);
 	if (c->node >= 0 && c->node < p->cfg->nnodes && p->by_node[c->node] == c)
 		p->by_node[c->node] = NULL;
 	if (p->el)
@@ -479,15 +507,33 @@ static void on_accept(evutil_socket_t lfd, short what, void *arg)
 	socklen_t sl = sizeof(ss);
 	int fd;
 
-	while ((fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		/* The cap on connections that have not proved the secret:
-		 * the newest waits its turn in the backlog no more. */
-		if (p->npending >= PLANE_MAX_PENDING || p->ended)
+	while (true) {
+		fd = accept4((int)lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)) {
+			struct timeval tv = clock_tv(0.1);
+
+			accept_pause(p);
+			evtimer_add(p->ev_accept_again, &tv);
+			return;
+		}
+		if (fd < 0)
+			return;
+		/* Past the cap only strangers are in excess (every node
+		 * of the job fits under it): the newest is closed, not left
+		 * in the backlog, where a node would wait behind every
+		 * stranger before it, a deadline's worth per cap of them;
+		 * closed, it retries and takes the first place freed. */
+		if (p->ended || p->npending >= plane_max_pending(p->cfg->nnodes))
 			close(fd);
 		else if (challenge(p, fd, (struct sockaddr *)&ss) < 0)
 			return;
 		sl = sizeof(ss);
 	}
+}
+
+static void on_accept_again(evutil_socket_t fd, short what, void *arg)
+{
+	accept_resume(arg);
 }
 
 static void on_restart_due(evutil_socket_t fd, short what, void *arg)
@@ -520,9 +566,9 @@ static int listen_on_port(struct plane *p, char *err, size_t errlen)
 	int r;
 
 	/* Dual-stack where IPv6 exists, else IPv4 alone. */
-	r = sock_listen((struct sockaddr *)&a6, sizeof(a6), 64, 0, &p->lfd);
+	r = sock_listen((struct sockaddr *)&a6, sizeof(a6), PLANE_BACKLOG, 0, &p->lfd);
 	if (r == -EAFNOSUPPORT || r == -EADDRNOTAVAIL)
-		r = sock_listen((struct sockaddr *)&a4, sizeof(a4), 64, 0, &p->lfd);
+		r = sock_listen((struct sockaddr *)&a4, sizeof(a4), PLANE_BACKLOG, 0, &p->lfd);
 	if (r < 0)
 		snprintf(err, errlen, "cannot listen on the control port %d: %s%s", p->cfg->control_port,
 			 strerror(-r), r == -EADDRINUSE ? " (choose another with --control-port)" : "");
@@ -554,7 +600,8 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
 	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
 	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
-	if (!p->ev_accept || !p->ev_join || !p->ev_restart) {
+	p->ev_accept_again = evtimer_new(p->base, on_accept_again, p);
+	if (!p->ev_accept || !p->ev_join || !p->ev_restart || !p->ev_accept_again) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -650,13 +697,16 @@ void plane_chief_close(struct plane *p)
 		event_free(p->ev_join);
 	if (p->ev_restart)
 		event_free(p->ev_restart);
+	if (p->ev_accept_again)
+		event_free(p->ev_accept_again);
 	if (p->lfd >= 0)
 		close(p->lfd);
 	plane_elastic_close(p);
 	plane_coord_free(&p->coord);
 	free(p->by_node);
 	free(p->where);
-	p->ev_accept = p->ev_join = p->ev_restart = NULL;
+	p->ev_accept = p->ev_join = p->ev_restart = p->ev_accept_again = NULL;
+	p->accept_paused = false;
 	p->lfd = -1;
 	p->by_node = NULL;
 	p->where = NULL;

@@ -16,6 +16,8 @@
 
 /* A peer that stops reading gets this much queued before it counts as lost. */
 #define OUT_MAX (1 << 20)
+/* A read takes up to this much, or the rest of a larger frame under way. */
+#define IN_CHUNK 1024
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -70,6 +72,7 @@ static void conn_free(struct conn *c)
 {
 	event_free(c->ev_read);
 	event_free(c->ev_write);
+	free(c->in);
 	free(c->out);
 	free(c);
 }
@@ -130,7 +133,9 @@ static void conn_flush(struct conn *c)
 	}
 	if (c->fd < 0)
 		return;
-	c->out_off = c->out_len = 0;
+	free(c->out);
+	c->out = NULL;
+	c->out_off = c->out_len = c->out_cap = 0;
 	event_del(c->ev_write);
 	if (c->closing && !c->draining) {
 		/* A close with unread bytes in our queue would reset the
@@ -142,10 +147,11 @@ static void conn_flush(struct conn *c)
 	}
 }
 
-/* Room for n more bytes in c->out: 0, or -ENOMEM. */
+/* Room for n more bytes in c->out: 0, or -ENOMEM.  Most frames leave at
+ * once (conn_flush frees the queue then), so it starts at their size. */
 static int out_room(struct conn *c, size_t n)
 {
-	size_t cap = c->out_cap ? c->out_cap : 4096;
+	size_t cap = c->out_cap ? c->out_cap : 256;
 	unsigned char *b;
 
 	if (c->out_len + n <= c->out_cap)
@@ -275,6 +281,34 @@ static void take_frames(struct conn *c)
 	}
 }
 
+/* Room in c->in for the next read: IN_CHUNK, or the whole of a larger
+ * frame whose header came.  0, or -ENOMEM. */
+static int in_room(struct conn *c)
+{
+	long size = plane_frame_size(c->in, c->in_len);
+	size_t want = size > 0 && (size_t)size > c->in_len + IN_CHUNK ? (size_t)size : c->in_len + IN_CHUNK;
+	unsigned char *b;
+
+	if (c->in_cap - c->in_len >= IN_CHUNK || (size > 0 && c->in_cap >= (size_t)size))
+		return 0;
+	b = realloc(c->in, want);
+	if (!b)
+		return -ENOMEM;
+	c->in = b;
+	c->in_cap = want;
+	return 0;
+}
+
+/* Between frames a connection holds no input buffer. */
+static void in_release(struct conn *c)
+{
+	if (c->fd < 0 || c->in_len)
+		return;
+	free(c->in);
+	c->in = NULL;
+	c->in_cap = 0;
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -295,9 +329,15 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 			plane_conn_drop(c);
 		return;
 	}
-	n = read(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	if (in_room(c) < 0) {
+		plane_conn_lost(c, "out of memory");
 		return;
+	}
+	n = read(c->fd, c->in + c->in_len, c->in_cap - c->in_len);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		in_release(c);
+		return;
+	}
 	if (n <= 0) {
 		/* a reset is a close too: the peer's process ended with our
 		 * bytes unread, which one word describes for the user */
@@ -308,6 +348,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	c->in_len += (size_t)n;
 	c->last_rx = clock_mono();
 	take_frames(c);
+	in_release(c);
 }
 
 /* A connection whose secret differs, held until the join names the odd
@@ -482,41 +523,95 @@ int plane_conn_start_tick(struct plane *p)
 	return 0;
 }
 
+/* One connection at our exit (linger). */
+struct last_word {
+	struct conn *c;
+	bool shut;                /* our side is ended: all that was queued went out */
+};
+
+/* Writes what the socket takes of what is queued for lw's connection, and
+ * ends our side once it is all out; then it waits only for a peer of the
+ * job (authed) to close.  Returns the poll events it still waits for (0:
+ * done with it). */
+static short last_word_step(struct last_word *lw)
+{
+	struct conn *c = lw->c;
+
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0)
+			c->out_off += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return POLLOUT | ((c->authed || c->draining) ? POLLIN : 0);
+		else
+			return 0; /* the peer is gone: nothing more to say or hear */
+	}
+	if (!lw->shut) {
+		shutdown(c->fd, SHUT_WR);
+		lw->shut = true;
+	}
+	return (c->authed || c->draining) ? POLLIN : 0;
+}
+
+/* Reads and discards what the peer sent: false at its close (or an error). */
+static bool last_word_read(struct last_word *lw)
+{
+	unsigned char sink[4096];
+	ssize_t got = read(lw->c->fd, sink, sizeof(sink));
+
+	return got > 0 || (got < 0 && (errno == EAGAIN || errno == EINTR));
+}
+
+/* Every connection, however many (a chief of thousands of nodes), gets
+ * what is queued for it and the end of our side, and each peer of the job
+ * is read until it closes, all within a second in all.  A connection
+ * closed with unread bytes would be reset, and a reset throws away what
+ * the peer had not read yet of ours: the END or ABORT. */
 static void linger(struct plane *p)
 {
 	double deadline = clock_mono() + 1.0;
-	struct pollfd pf[64];
-	int n = 0;
+	struct last_word *lw;
+	struct pollfd *pf;
+	nfds_t n = 0, cap = 0, open = 0;
 
-	for (struct conn *c = p->conns; c; c = c->next) {
-		if (c->fd < 0 || c->connecting)
+	for (struct conn *c = p->conns; c; c = c->next)
+		cap++;
+	lw = calloc(cap ? cap : 1, sizeof(*lw));
+	pf = calloc(cap ? cap : 1, sizeof(*pf));
+	for (struct conn *c = p->conns; lw && pf && c; c = c->next)
+		if (c->fd >= 0 && !c->connecting) {
+			lw[n] = (struct last_word){ .c = c };
+			pf[n].events = last_word_step(&lw[n]);
+			pf[n].fd = pf[n].events ? c->fd : -1;
+			open += pf[n].events != 0;
+			n++;
+		}
+	while (open > 0 && clock_mono() < deadline) {
+		int ms = (int)((deadline - clock_mono()) * 1000) + 1, r = poll(pf, n, ms);
+
+		if (r < 0 && errno == EINTR)
 			continue;
-		if (c->out_off < c->out_len)
-			(void)sock_send_all(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-					    sock_deadline_in(deadline - clock_mono()));
-		c->out_off = c->out_len;
-		shutdown(c->fd, SHUT_WR);
-		if (n < (int)(sizeof(pf) / sizeof(pf[0])) && (c->authed || c->draining))
-			pf[n++] = (struct pollfd){ .fd = c->fd, .events = POLLIN };
-	}
-	for (int open = n; open > 0 && clock_mono() < deadline;) {
-		int ms = (int)((deadline - clock_mono()) * 1000) + 1;
-
-		if (poll(pf, (nfds_t)n, ms) <= 0)
+		if (r <= 0)
 			break;
-		for (int i = 0; i < n; i++) {
-			unsigned char sink[4096];
-			ssize_t got;
+		for (nfds_t i = 0; i < n; i++) {
+			short ev = pf[i].revents;
 
-			if (pf[i].fd < 0 || !pf[i].revents)
+			if (pf[i].fd < 0 || !ev)
 				continue;
-			got = read(pf[i].fd, sink, sizeof(sink));
-			if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+			pf[i].revents = 0;
+			pf[i].events = ev & (POLLIN | POLLHUP | POLLERR) && !last_word_read(&lw[i]) ? 0 :
+				       last_word_step(&lw[i]);
+			if (!pf[i].events) {
 				pf[i].fd = -1;
 				open--;
 			}
 		}
 	}
+	free(lw);
+	free(pf);
 }
 
 void plane_conn_close_all(struct plane *p)

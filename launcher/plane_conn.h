@@ -36,8 +36,11 @@ struct conn {
 	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
 	unsigned char peer_nonce[AUTH_NONCE_LEN];  /* node: the chief's, until WELCOME */
 	char peer[64];
-	unsigned char in[4 + PLANE_MAX_FRAME];
-	size_t in_len;
+	/* What came in and is not a whole frame yet, and what waits to go
+	 * out: held only meanwhile (NULL between frames), so that an idle
+	 * connection costs the chief no buffer (docs/job-plane.md, "Scale") */
+	unsigned char *in;
+	size_t in_len, in_cap;
 	unsigned char *out;
 	size_t out_off, out_len, out_cap;
 	struct conn *next;

@@ -14,6 +14,15 @@
 #include "restart.h"
 #include "status.h"
 
+/* Every change of a node's state goes through here, so that the counts
+ * stay true. */
+static void set_st(struct plane_coord *c, int k, enum plane_node_state s)
+{
+	c->nst[c->st[k]]--;
+	c->nst[s]++;
+	c->st[k] = s;
+}
+
 int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
 {
 	*c = (struct plane_coord){ .cfg = cfg, .phase = PLANE_JOINING, .joined = 1 };
@@ -26,7 +35,8 @@ int plane_coord_init(struct plane_coord *c, const struct plane_coord_cfg *cfg)
 		plane_coord_free(c);
 		return -ENOMEM;
 	}
-	c->st[0] = PLANE_N_JOINED;
+	c->nst[PLANE_N_ABSENT] = cfg->nnodes;
+	set_st(c, 0, PLANE_N_JOINED);
 	if (cfg->nnodes == 1)
 		c->phase = PLANE_RUNNING;
 	return 0;
@@ -39,7 +49,7 @@ int plane_coord_init_round(struct plane_coord *c, const struct plane_coord_cfg *
 	if (r < 0)
 		return r;
 	for (int k = 0; k < cfg->nnodes; k++)
-		c->st[k] = PLANE_N_JOINED;
+		set_st(c, k, PLANE_N_JOINED);
 	c->joined = cfg->nnodes;
 	c->phase = PLANE_RUNNING;
 	return 0;
@@ -61,10 +71,7 @@ void plane_coord_free(struct plane_coord *c)
 
 static bool everyone_told(const struct plane_coord *c)
 {
-	for (int k = 1; k < c->cfg->nnodes; k++)
-		if (c->st[k] == PLANE_N_ABSENT)
-			return false;
-	return true;
+	return c->nst[PLANE_N_ABSENT] == 0;
 }
 
 /* The job will not start: tell every node that joined; the chief stays
@@ -85,7 +92,7 @@ static struct plane_acts abort_with(struct plane_coord *c, int code, const char 
 	c->code = code;
 	for (int k = 1; k < c->cfg->nnodes; k++)
 		if (c->st[k] == PLANE_N_JOINED)
-			c->st[k] = PLANE_N_TOLD;
+			set_st(c, k, PLANE_N_TOLD);
 	a.exit = everyone_told(c);
 	return a;
 }
@@ -97,7 +104,7 @@ static struct plane_acts tell_late(struct plane_coord *c, int node)
 
 	snprintf(a.text, sizeof(a.text), "%s", c->why);
 	if (node >= 1 && node < c->cfg->nnodes && c->st[node] == PLANE_N_ABSENT)
-		c->st[node] = PLANE_N_TOLD;
+		set_st(c, node, PLANE_N_TOLD);
 	a.exit = everyone_told(c);
 	return a;
 }
@@ -124,6 +131,8 @@ static bool secret_verdict(struct plane_coord *c, bool final, struct plane_acts 
 	bool twins = false;
 	size_t len = 0;
 
+	if (!c->presented) /* the usual join: no pass over every node for each JOIN */
+		return false;
 	for (int k = 1; k < g->nnodes; k++) {
 		if (!c->other_secret[k])
 			continue;
@@ -145,7 +154,7 @@ static bool secret_verdict(struct plane_coord *c, bool final, struct plane_acts 
 		if (!c->other_secret[k])
 			continue;
 		if (c->st[k] == PLANE_N_ABSENT)
-			c->st[k] = PLANE_N_TOLD; /* told by MISMATCH, or gone */
+			set_st(c, k, PLANE_N_TOLD); /* told by MISMATCH, or gone */
 		if (len < sizeof(names))
 			len += (size_t)snprintf(names + len, sizeof(names) - len, "%snode %d (%s)",
 						named++ ? ", " : "", k, g->addrs[k]);
@@ -168,7 +177,7 @@ struct plane_acts plane_coord_secret(struct plane_coord *c, int node, const unsi
 		return a;
 	if (c->phase == PLANE_ABORTING && c->st[node] == PLANE_N_ABSENT) {
 		/* refused alone, and that tells it the join is over */
-		c->st[node] = PLANE_N_TOLD;
+		set_st(c, node, PLANE_N_TOLD);
 		a.code = c->code;
 		a.exit = everyone_told(c);
 		return a;
@@ -176,6 +185,7 @@ struct plane_acts plane_coord_secret(struct plane_coord *c, int node, const unsi
 	if (c->phase != PLANE_JOINING || c->st[node] != PLANE_N_ABSENT || c->other_secret[node])
 		return a;
 	c->other_secret[node] = true;
+	c->presented++;
 	memcpy(c->ids[node], id, AUTH_MAC_LEN);
 	secret_verdict(c, false, &a);
 	a.held = true;
@@ -198,7 +208,7 @@ struct plane_acts plane_coord_misplaced(struct plane_coord *c, int node, int oth
 	if (c->phase != PLANE_JOINING)
 		return (struct plane_acts){ .origin = -1 };
 	if (c->st[node] == PLANE_N_ABSENT)
-		c->st[node] = PLANE_N_TOLD;
+		set_st(c, node, PLANE_N_TOLD);
 	return abort_with(c, 2, "node %d joined from %s, which the node list gives node %d (%s), not node %d "
 			  "(%s): check the node rank given to the slotrun on %s (--node-rank)", node, from, other,
 			  g->addrs[other], node, g->addrs[node], from);
@@ -232,26 +242,26 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 		return abort_with(c, 2, "node %d joined twice (the second from %s): two slotruns were given "
 				  "the same node rank", k, j->host);
 	if (j->slots != g->slot_counts[k]) {
-		c->st[k] = PLANE_N_TOLD;
+		set_st(c, k, PLANE_N_TOLD);
 		return abort_with(c, 2, "node %d (%s) says %d slots, node 0 was told %d", k, j->host,
 				  j->slots, g->slot_counts[k]);
 	}
 	if (j->world_size != g->world_size) {
-		c->st[k] = PLANE_N_TOLD;
+		set_st(c, k, PLANE_N_TOLD);
 		return abort_with(c, 2, "node %d (%s) says world size %d, node 0 was told %d", k, j->host,
 				  j->world_size, g->world_size);
 	}
 	if (j->max_restarts != g->max_restarts) {
-		c->st[k] = PLANE_N_TOLD;
+		set_st(c, k, PLANE_N_TOLD);
 		return abort_with(c, 2, "node %d (%s) says --max-restarts %d, node 0 was told %d", k, j->host,
 				  j->max_restarts, g->max_restarts);
 	}
 	if (j->hb_timeout_ms != g->hb_timeout_ms) {
-		c->st[k] = PLANE_N_TOLD;
+		set_st(c, k, PLANE_N_TOLD);
 		return abort_with(c, 2, "node %d (%s) says --heartbeat-timeout %g, node 0 was told %g", k,
 				  j->host, j->hb_timeout_ms / 1000.0, g->hb_timeout_ms / 1000.0);
 	}
-	c->st[k] = PLANE_N_JOINED;
+	set_st(c, k, PLANE_N_JOINED);
 	++c->joined;
 	if (secret_verdict(c, false, &none))
 		return none; /* it proved ours: those that presented another are odd */
@@ -303,10 +313,7 @@ struct plane_acts plane_coord_join_timeout(struct plane_coord *c)
 
 static bool all_done(const struct plane_coord *c)
 {
-	for (int k = 0; k < c->cfg->nnodes; k++)
-		if (c->st[k] != PLANE_N_DONE && c->st[k] != PLANE_N_LOST)
-			return false;
-	return true;
+	return c->nst[PLANE_N_DONE] + c->nst[PLANE_N_LOST] == c->cfg->nnodes;
 }
 
 int plane_cause_code(const struct plane_cause *cause)
@@ -370,10 +377,7 @@ void plane_cause_line(const struct plane_cause *cause, char *buf, size_t len)
 
 static bool any_lost(const struct plane_coord *c)
 {
-	for (int k = 0; k < c->cfg->nnodes; k++)
-		if (c->st[k] == PLANE_N_LOST)
-			return true;
-	return false;
+	return c->nst[PLANE_N_LOST] > 0;
 }
 
 static struct plane_acts end_now(struct plane_coord *c, struct plane_acts a)
@@ -394,7 +398,7 @@ static struct plane_acts maybe_end(struct plane_coord *c, struct plane_acts a)
 		c->ended = c->cause;
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_NONE };
 		for (int k = 0; k < c->cfg->nnodes; k++)
-			c->st[k] = PLANE_N_JOINED;
+			set_st(c, k, PLANE_N_JOINED);
 		c->phase = PLANE_RESTARTING;
 		a.restart = true;
 		return a;
@@ -520,7 +524,7 @@ struct plane_acts plane_coord_done(struct plane_coord *c, int node, int code)
 
 	if (node < 0 || node >= c->cfg->nnodes || c->st[node] != PLANE_N_JOINED || c->phase != PLANE_RUNNING)
 		return a;
-	c->st[node] = PLANE_N_DONE;
+	set_st(c, node, PLANE_N_DONE);
 	c->done_code[node] = code;
 	return maybe_end(c, a);
 }
@@ -539,7 +543,7 @@ struct plane_acts plane_coord_lost(struct plane_coord *c, int node, const char *
 	/* gone after it finished: its workers are reaped, nothing is lost */
 	if (c->st[node] == PLANE_N_DONE)
 		return a;
-	c->st[node] = PLANE_N_LOST;
+	set_st(c, node, PLANE_N_LOST);
 	c->paused[node] = 0; /* it will not be continued */
 	if (c->cause.kind == PLANE_CAUSE_NONE) {
 		c->cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = node };

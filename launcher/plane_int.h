@@ -70,7 +70,9 @@ struct plane {
 	struct plane_node_addrs *where;  /* per node, resolved once needed (plane_where) */
 	struct plane_elastic *el; /* an elastic job's chief, else NULL */
 	double where_at;          /* clock_mono() of the last lookup of those not resolved */
-	int npending;
+	int npending;             /* connections accepted that have not proved the secret */
+	bool accept_paused;       /* out of fds: the backlog waits a while */
+	struct event *ev_accept_again;  /* out of fds: try accepting again then */
 	int strangers_said;
 	/* other nodes */
 	enum member_state mstate;

@@ -358,7 +358,12 @@ static void get_cause(struct rbuf *r, struct plane_cause *c)
 	get_str(r, c->culprit_host, sizeof(c->culprit_host));
 }
 
-long plane_frame_len(const unsigned char *buf, size_t have)
+double plane_retry_wait(double delay, uint32_t r)
+{
+	return delay * (0.5 + (double)r / 4294967296.0);
+}
+
+long plane_frame_size(const unsigned char *buf, size_t have)
 {
 	uint32_t body;
 
@@ -367,7 +372,14 @@ long plane_frame_len(const unsigned char *buf, size_t have)
 	body = (uint32_t)buf[0] << 24 | (uint32_t)buf[1] << 16 | (uint32_t)buf[2] << 8 | buf[3];
 	if (body == 0 || body > PLANE_MAX_FRAME)
 		return -EMSGSIZE;
-	return have >= 4 + (size_t)body ? 4 + (long)body : 0;
+	return 4 + (long)body;
+}
+
+long plane_frame_len(const unsigned char *buf, size_t have)
+{
+	long size = plane_frame_size(buf, have);
+
+	return size > 0 && have < (size_t)size ? 0 : size;
 }
 
 /* Reads the body of a message of this type into m: 0, or -EPROTO for an

@@ -169,6 +169,12 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap);
  * more than PLANE_MAX_FRAME or nothing (checked before anything is kept). */
 long plane_frame_len(const unsigned char *buf, size_t have);
 
+/* The whole length of the frame a stream's first have bytes begin, as its
+ * header announces it (whether or not the rest is there yet): 0 while the
+ * header is not whole, -EMSGSIZE as for plane_frame_len.  What a reader
+ * must hold to take that frame. */
+long plane_frame_size(const unsigned char *buf, size_t have);
+
 /* Decodes one whole frame (as plane_frame_len measured it).  0, or -EPROTO
  * for anything malformed; m is then unspecified. */
 int plane_decode(const unsigned char *frame, size_t len, struct plane_msg *m);
@@ -288,6 +294,8 @@ struct plane_coord {
 	const struct plane_coord_cfg *cfg;
 	enum plane_phase phase;
 	enum plane_node_state *st;  /* per node; the chief (node 0) is in from the start */
+	int nst[PLANE_N_TOLD + 1];  /* how many nodes are in each state: an event is O(1),
+				     * not a pass over every node */
 	int *done_code;             /* per node, with PLANE_N_DONE */
 	int joined;
 	struct plane_cause cause;   /* the job's root cause so far */
@@ -302,6 +310,7 @@ struct plane_coord {
 				     * cause): the job does not restart */
 	/* The join's evidence of secrets that differ (plane_coord_secret). */
 	bool *other_secret;         /* per node: it presented another secret than ours */
+	int presented;              /* ... how many did */
 	unsigned char (*ids)[AUTH_MAC_LEN];  /* ... with this secret id */
 	bool chief_odd;             /* the verdict: the chief's secret is the odd one */
 };
@@ -380,6 +389,12 @@ enum plane_silence plane_silence(double silent, double host_ago, double hb);
  * interval by which their view of its silence may start earlier). */
 bool plane_self_stalled(double gap, double hb);
 bool plane_self_given_up(double gap, double hb);
+
+/* A node's next try to reach its chief, after one that failed, waits the
+ * backoff delay spread by r (a random number) over [delay/2, 3 delay/2):
+ * nodes that failed together (the chief not listening yet, a join storm of
+ * a thousand nodes) do not all try again at the same moment. */
+double plane_retry_wait(double delay, uint32_t r);
 
 /* A heartbeat timeout in seconds as JOIN carries it: whole milliseconds. */
 static inline int plane_hb_ms(double seconds)

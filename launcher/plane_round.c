@@ -16,7 +16,8 @@ int plane_roster_init(struct plane_roster *r, int min, int max, const struct pla
 	r->cap = max > 8 ? 8 : max;
 	r->n = calloc((size_t)r->cap, sizeof(*r->n));
 	r->at = calloc((size_t)max, sizeof(*r->at));
-	if (!r->n || !r->at) {
+	r->base = calloc((size_t)max, sizeof(*r->base));
+	if (!r->n || !r->at || !r->base) {
 		plane_roster_free(r);
 		return -ENOMEM;
 	}
@@ -24,7 +25,7 @@ int plane_roster_init(struct plane_roster *r, int min, int max, const struct pla
 	r->n[0].rank = -1;
 	r->n[0].gone = false;
 	r->n[0].order = r->arrivals++;
-	r->count = 1;
+	r->count = r->present = 1;
 	return 0;
 }
 
@@ -32,18 +33,15 @@ void plane_roster_free(struct plane_roster *r)
 {
 	free(r->n);
 	free(r->at);
+	free(r->base);
 	r->n = NULL;
-	r->at = NULL;
-	r->count = r->cap = 0;
+	r->at = r->base = NULL;
+	r->count = r->cap = r->present = 0;
 }
 
 int plane_roster_present(const struct plane_roster *r)
 {
-	int n = 0;
-
-	for (int i = 0; i < r->count; i++)
-		n += !r->n[i].gone;
-	return n;
+	return r->present;
 }
 
 /* Gone nodes are forgotten once no rank refers to them, so that a job
@@ -72,7 +70,7 @@ int plane_roster_add(struct plane_roster *r, const struct plane_node *n)
 	for (int i = 0; i < r->count; i++)
 		if (!r->n[i].gone && memcmp(r->n[i].id, n->id, PLANE_ID_LEN) == 0)
 			return -EEXIST;
-	if (plane_roster_present(r) >= r->max)
+	if (r->present >= r->max)
 		return -ENOSPC;
 	if (r->count == r->cap) {
 		compact(r);
@@ -90,12 +88,14 @@ int plane_roster_add(struct plane_roster *r, const struct plane_node *n)
 	r->n[r->count].rank = -1;
 	r->n[r->count].gone = false;
 	r->n[r->count].order = r->arrivals++;
+	r->present++;
 	return r->count++;
 }
 
 void plane_roster_drop(struct plane_roster *r, int i)
 {
 	if (i > 0 && i < r->count) {
+		r->present -= !r->n[i].gone;
 		r->n[i].gone = true;
 		r->n[i].tag = NULL;
 	}
@@ -116,43 +116,39 @@ bool plane_roster_first_due(const struct plane_roster *r, double since, double s
 	return present >= r->max || (present >= r->min && since >= settle);
 }
 
-/* The waiting node that comes first: lowest arrival. */
-static int first_waiting(const struct plane_roster *r, const bool *placed)
-{
-	int best = -1;
+/* The roster holds its nodes in arrival order: a node joins at the end,
+ * and compact() keeps the order.  So "the earliest arrival" is the lowest
+ * index, and one pass in index order meets the nodes in arrival order. */
 
-	for (int i = 1; i < r->count; i++)
-		if (!r->n[i].gone && !placed[i] && (best < 0 || r->n[i].order < r->n[best].order))
-			best = i;
-	return best;
+/* The waiting node that comes first at or after *from (moved past it):
+ * the lowest arrival not placed yet, or -1. */
+static int next_waiting(const struct plane_roster *r, const bool *placed, int *from)
+{
+	for (; *from < r->count; ++*from)
+		if (!r->n[*from].gone && !placed[*from])
+			return (*from)++;
+	return -1;
 }
 
-/* The first round: preferences first, where free; the rest in arrival
- * order into the ranks left. */
+/* The first round: preferences first, where free (the earliest arrival
+ * among those that ask for the same rank); the rest in arrival order into
+ * the ranks left. */
 static void place_first(struct plane_roster *r, int size, bool *placed, bool *taken)
 {
-	for (int pass = 0; pass < r->count; pass++) {
-		int best = -1;
+	int from = 1;
 
-		/* the earliest arrival among those whose preference is free */
-		for (int i = 1; i < r->count; i++) {
-			const struct plane_node *x = &r->n[i];
+	for (int i = 1; i < r->count; i++) {
+		const struct plane_node *x = &r->n[i];
 
-			if (x->gone || placed[i] || x->pref < 1 || x->pref >= size || taken[x->pref])
-				continue;
-			if (best < 0 || x->order < r->n[best].order)
-				best = i;
-		}
-		if (best < 0)
-			break;
-		r->at[r->n[best].pref] = best;
-		taken[r->n[best].pref] = true;
-		placed[best] = true;
+		if (x->gone || x->pref < 1 || x->pref >= size || taken[x->pref])
+			continue;
+		r->at[x->pref] = i;
+		taken[x->pref] = placed[i] = true;
 	}
 	for (int k = 1; k < size; k++) {
 		int i;
 
-		if (taken[k] || (i = first_waiting(r, placed)) < 0)
+		if (taken[k] || (i = next_waiting(r, placed, &from)) < 0)
 			continue;
 		r->at[k] = i;
 		taken[k] = placed[i] = true;
@@ -160,19 +156,25 @@ static void place_first(struct plane_roster *r, int size, bool *placed, bool *ta
 }
 
 /* A later round: the previous round's nodes in their order, then the
- * waiting ones in arrival order. */
-static void place_next(struct plane_roster *r, int size, bool *placed)
+ * waiting ones in arrival order.  by_prev: room for max entries. */
+static void place_next(struct plane_roster *r, int size, bool *placed, int *by_prev)
 {
-	int k = 1;
+	int k = 1, from = 1;
 
-	for (int prev = 1; prev < r->max && k < size; prev++)
-		for (int i = 1; i < r->count; i++)
-			if (!r->n[i].gone && !placed[i] && r->n[i].prev == prev) {
-				r->at[k++] = i;
-				placed[i] = true;
-				break;
-			}
-	for (int i; k < size && (i = first_waiting(r, placed)) >= 0; k++) {
+	for (int prev = 0; prev < r->max; prev++)
+		by_prev[prev] = -1;
+	for (int i = r->count - 1; i >= 1; i--) /* the first of each rank before wins */
+		if (!r->n[i].gone && r->n[i].prev >= 1 && r->n[i].prev < r->max)
+			by_prev[r->n[i].prev] = i;
+	for (int prev = 1; prev < r->max && k < size; prev++) {
+		int i = by_prev[prev];
+
+		if (i >= 0 && !placed[i]) {
+			r->at[k++] = i;
+			placed[i] = true;
+		}
+	}
+	for (int i; k < size && (i = next_waiting(r, placed, &from)) >= 0; k++) {
 		r->at[k] = i;
 		placed[i] = true;
 	}
@@ -181,16 +183,18 @@ static void place_next(struct plane_roster *r, int size, bool *placed)
 int plane_roster_form(struct plane_roster *r)
 {
 	bool *placed, *taken;
-	int size = plane_roster_present(r);
+	int size = r->present, *by_prev;
 
 	if (size > r->max)
 		size = r->max;
 	compact(r);
 	placed = calloc((size_t)r->count, sizeof(*placed));
 	taken = calloc((size_t)r->max, sizeof(*taken));
-	if (!placed || !taken) {
+	by_prev = calloc((size_t)r->max, sizeof(*by_prev));
+	if (!placed || !taken || !by_prev) {
 		free(placed);
 		free(taken);
+		free(by_prev);
 		return -ENOMEM;
 	}
 	/* the current round's ranks become the previous ones; a node that
@@ -205,11 +209,16 @@ int plane_roster_form(struct plane_roster *r)
 	if (r->round == 0)
 		place_first(r, size, placed, taken);
 	else
-		place_next(r, size, placed);
-	for (int k = 0; k < size; k++)
+		place_next(r, size, placed, by_prev);
+	r->world = 0;
+	for (int k = 0; k < size; k++) {
 		r->n[r->at[k]].rank = k;
+		r->base[k] = r->world;
+		r->world += r->n[r->at[k]].slots;
+	}
 	free(placed);
 	free(taken);
+	free(by_prev);
 	r->size = size;
 	r->round++;
 	return size;
@@ -218,20 +227,11 @@ int plane_roster_form(struct plane_roster *r)
 void plane_roster_info(const struct plane_roster *r, int k, const char *chief_host,
 		       struct plane_round_info *out)
 {
-	int base = 0, world = 0;
-
-	for (int j = 0; j < r->size; j++) {
-		int slots = r->n[r->at[j]].slots;
-
-		if (j < k)
-			base += slots;
-		world += slots;
-	}
 	out->round = r->round;
 	out->nnodes = r->size;
 	out->node_rank = k;
-	out->rank_base = base;
-	out->world_size = world;
+	out->rank_base = r->base[k];
+	out->world_size = r->world;
 	snprintf(out->master, sizeof(out->master), "%s", chief_host);
 	out->ncand = 0;
 	for (int j = 1; j < r->size && out->ncand < PLANE_CANDIDATES; j++) {

@@ -34,9 +34,12 @@ struct plane_roster {
 	struct plane_node *n;        /* every node that joined, gone ones too */
 	int count, cap;
 	uint64_t arrivals;
+	int present;                 /* nodes not gone */
 	int round;                   /* the current (or last) round; 0 before the first */
 	int size;                    /* its node count */
 	int *at;                     /* rank -> index into n, size entries */
+	int *base;                   /* rank -> its first global rank, size entries */
+	int world;                   /* the round's slots */
 };
 
 /* A roster with the chief (self, whose rank and prev are ignored) alone in
@@ -75,7 +78,8 @@ bool plane_roster_first_due(const struct plane_roster *r, double since, double s
  * count, or -ENOMEM. */
 int plane_roster_form(struct plane_roster *r);
 
-/* What START tells the node of rank k of the current round: its rank,
+/* What START tells the node of rank k of the current round (O(1): START
+ * to every node is O(N)): its rank,
  * rank base, the world size (the sum of the round's slots), the chief's
  * address for MASTER_ADDR, and the next chiefs (ranks 1.. up to
  * PLANE_CANDIDATES, their addresses).  round/restarts/why are the

@@ -14,6 +14,8 @@
 #include "plane_conn.h"
 #include "sock.h"
 
+#include <sodium.h>
+
 static void try_connect(struct plane *p);
 
 /* Where an elastic node looks for its chief: a new node cycles through the
@@ -142,19 +144,21 @@ static void give_up(struct plane *p)
 	plane_end_job(p, 2, NULL);
 }
 
-/* Another try after a short, growing delay; none that would start past
- * the join deadline (its timer gives up then). */
+/* Another try after a short, growing delay, spread at random
+ * (plane_retry_wait); none that would start past the join deadline (its
+ * timer gives up then). */
 static void schedule_retry(struct plane *p)
 {
-	double left = p->join_deadline - clock_mono();
+	double left = p->join_deadline - clock_mono(), wait;
 	struct timeval tv;
 
 	if (p->ended)
 		return;
 	p->mstate = M_CONNECTING;
-	if (p->retry_delay >= left)
+	wait = plane_retry_wait(p->retry_delay, randombytes_random());
+	if (wait >= left)
 		return;
-	tv = clock_tv(p->retry_delay);
+	tv = clock_tv(wait);
 	evtimer_add(p->ev_retry, &tv);
 	p->retry_delay = p->retry_delay * 2 > 1.0 ? 1.0 : p->retry_delay * 2;
 }

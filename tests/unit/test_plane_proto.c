@@ -136,6 +136,47 @@ Test(plane_codec, lengths_are_checked_before_anything_is_kept)
 	leak_check();
 }
 
+/* Nodes whose tries failed together spread their next ones over half to
+ * one and a half times the backoff delay, evenly, whatever the delay. */
+Test(plane_codec, a_retry_waits_the_delay_spread_at_random)
+{
+	double lo = 1e9, hi = 0, sum = 0;
+	int below = 0;
+
+	cr_assert_float_eq(plane_retry_wait(1.0, 0), 0.5, 1e-9);
+	cr_assert_lt(plane_retry_wait(1.0, UINT32_MAX), 1.5);
+	cr_assert_gt(plane_retry_wait(1.0, UINT32_MAX), 1.5 - 1e-6);
+	cr_assert_float_eq(plane_retry_wait(0.05, 1u << 31), 0.05, 1e-9, "the middle is the delay");
+	for (uint32_t i = 0; i < 1000; i++) {
+		double w = plane_retry_wait(0.2, i * 4294967u);
+
+		lo = w < lo ? w : lo;
+		hi = w > hi ? w : hi;
+		sum += w;
+		below += w < 0.2;
+	}
+	cr_assert_geq(lo, 0.1);
+	cr_assert_lt(hi, 0.3);
+	cr_assert_float_eq(sum / 1000, 0.2, 0.001, "on average the delay");
+	cr_assert(below > 450 && below < 550, "%d of 1000 below the delay", below);
+}
+
+/* What a reader must hold for the frame under way, known from its header
+ * alone: a connection's buffer grows to it, and no further. */
+Test(plane_codec, a_frame_s_size_is_known_from_its_header)
+{
+	unsigned char head[4] = { 0, 0, 0x40, 0 }, most[4] = { 0, 0, PLANE_MAX_FRAME >> 8, PLANE_MAX_FRAME & 0xff };
+	unsigned char huge[4] = { 0x80, 0, 0, 0 }, zero[4] = { 0 };
+
+	cr_assert_eq(plane_frame_size(head, 4), 4 + 0x4000);
+	cr_assert_eq(plane_frame_size(head, 3), 0, "a header not yet whole");
+	cr_assert_eq(plane_frame_size(most, 4), 4 + PLANE_MAX_FRAME);
+	cr_assert_eq(plane_frame_size(huge, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_size(zero, 4), -EMSGSIZE);
+	cr_assert_eq(plane_frame_len(head, 4), 0, "known, but not whole");
+	leak_check();
+}
+
 static int decode_bytes(const char *bytes, size_t n)
 {
 	struct plane_msg m;
@@ -872,6 +913,61 @@ Test(plane_codec, restart_survives_the_wire)
 	m.code = -1;
 	cr_assert_eq(plane_decode(buf, (size_t)plane_encode(&m, buf, sizeof(buf)), &out), -EPROTO);
 	leak_check();
+}
+
+/* ---- A large job ----
+ * Every event is decided from counts of the nodes in each state, not a pass
+ * over every node: the counts must stay true through joins in any order, a
+ * restart, a node lost after it was done and one lost before. */
+
+#define BIG 4096
+
+LEAK_TEST(plane_coord_memory, a_job_of_4096_nodes_counts_its_nodes_through_a_restart)
+{
+	static int slots[BIG];
+	static char *addrs[BIG];
+	struct plane_coord_cfg cfg = { .nnodes = BIG, .slot_counts = slots, .world_size = BIG,
+				       .version = "0.1.0", .addrs = addrs, .join_timeout = 300,
+				       .restart = &policy };
+	struct plane_join j = sample_join();
+	struct plane_cause f = rank_fail(7, 3);
+	struct plane_coord c;
+	struct plane_acts a;
+
+	restart_init(&policy);
+	policy.max_restarts = 1;
+	for (int k = 0; k < BIG; k++) {
+		slots[k] = 1;
+		addrs[k] = "10.0.0.1";
+	}
+	f.when_ms = 1000; /* it ran: it may be restarted */
+	cr_assert_eq(plane_coord_init(&c, &cfg), 0);
+	j.world_size = BIG;
+	j.nnodes = BIG;
+	j.slots = 1;
+	for (int k = BIG - 1; k >= 1; k--) { /* in any order */
+		j.node_rank = k;
+		a = plane_coord_join(&c, &j);
+		cr_assert_eq(a.start, k == 1, "node %d", k);
+	}
+	cr_assert(plane_coord_fail(&c, 7, &f, 1.0).stop);
+	for (int k = 0; k < BIG; k++) {
+		a = plane_coord_done(&c, k, k == 7 ? 3 : 143);
+		cr_assert_eq(a.restart, k == BIG - 1, "node %d", k);
+	}
+	cr_assert(plane_coord_restart_now(&c).start);
+	/* attempt 2: node 5 is lost after it was done (nothing lost), the
+	 * rest succeed: the job ends with the last of them, 0 */
+	cr_assert(!plane_coord_done(&c, 5, 0).end);
+	cr_assert(!plane_coord_lost(&c, 5, "connection closed").stop);
+	for (int k = 0; k < BIG; k++) {
+		if (k == 5)
+			continue;
+		a = plane_coord_done(&c, k, 0);
+		cr_assert_eq(a.end, k == BIG - 1, "node %d", k);
+	}
+	cr_assert_eq(c.code, 0);
+	plane_coord_free(&c);
 }
 
 /* ---- What a coordinator holds, from init to free ----

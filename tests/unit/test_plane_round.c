@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "leak_check.h"
@@ -188,6 +189,84 @@ Test(plane_roster, gone_nodes_are_forgotten_so_the_roster_stays_small)
 	cr_assert_leq(ro.cap, 16, "the roster grew with nodes long gone (%d)", ro.cap);
 	cr_assert_eq(plane_roster_present(&ro), 1);
 }
+
+/* A round of thousands of nodes is formed in passes over them, not a pass
+ * per rank, and START tells each its place in O(1): in every rank the
+ * node the rules say, with its first global rank summed from every slot
+ * before it, through preferences, arrivals, survivors and newcomers. */
+
+enum { BIG = 4096, NEW = 10 };
+static int tags[BIG + NEW];
+
+/* Node k (arrival k): odd ones ask for rank k + 1, the last none. */
+static struct plane_node big_node(int k)
+{
+	struct plane_node n = node(0, 1 + k % 3, k % 2 && k + 1 < BIG ? k + 1 : -1);
+
+	memcpy(n.id, &k, sizeof(k));
+	snprintf(n.host, sizeof(n.host), "n%d", k);
+	n.tag = &tags[k];
+	return n;
+}
+
+/* The node at rank k must be want, its first rank the sum of the slots
+ * of those before it. */
+static void check_ranks(const struct plane_roster *r, const int *want, int size)
+{
+	struct plane_round_info info = { 0 };
+	int base = 0;
+
+	for (int k = 0; k < size; k++) {
+		plane_roster_info(r, k, "chief", &info);
+		if (k)
+			cr_assert_eq(atoi(r->n[r->at[k]].host + 1), want[k], "rank %d: %s, not n%d", k,
+				     r->n[r->at[k]].host, want[k]);
+		cr_assert_eq(info.rank_base, base, "rank %d", k);
+		cr_assert_eq(info.nnodes, size);
+		base += want[k] ? 1 + want[k] % 3 : 1;
+	}
+	cr_assert_eq(info.world_size, base);
+}
+
+LEAK_TEST(plane_roster_large, a_round_of_4096_nodes_then_one_without_every_third_and_with_newcomers)
+{
+	struct plane_node chief = node(0, 1, 0), n;
+	static int want[BIG + NEW];
+	struct plane_roster r;
+	int size = 1;
+
+	cr_assert_eq(plane_roster_init(&r, 2, BIG + NEW, &chief), 0);
+	for (int k = 1; k < BIG; k++) {
+		n = big_node(k);
+		cr_assert_geq(plane_roster_add(&r, &n), 1);
+	}
+	cr_assert_eq(plane_roster_present(&r), BIG);
+	cr_assert_eq(plane_roster_form(&r), BIG);
+	/* odd nodes took the even ranks they asked for; the rest fill the
+	 * odd ranks in arrival order: 2, 4, ..., 4094, then 4095 */
+	for (int k = 1; k < BIG; k++)
+		want[k] = k % 2 == 0 ? k - 1 : k + 1 < BIG ? k + 1 : k;
+	check_ranks(&r, want, BIG);
+
+	for (int k = 3; k < BIG; k += 3)
+		plane_roster_drop(&r, plane_roster_find(&r, &tags[k]));
+	for (int k = BIG; k < BIG + NEW; k++) {
+		n = big_node(k);
+		n.pref = 1; /* a newcomer's preference counts in the first round only */
+		cr_assert_geq(plane_roster_add(&r, &n), 1);
+	}
+	/* the survivors in their ranks' order, dense, then the newcomers */
+	for (int k = 1; k < BIG; k++)
+		if (want[k] % 3)
+			want[size++] = want[k];
+	for (int k = BIG; k < BIG + NEW; k++)
+		want[size++] = k;
+	cr_assert_eq(plane_roster_present(&r), size);
+	cr_assert_eq(plane_roster_form(&r), size);
+	check_ranks(&r, want, size);
+	plane_roster_free(&r);
+}
+
 
 /* ---- After a round ---- */
 
