@@ -17,8 +17,12 @@ allreduce  `slotrun --slots 4 -- nccl_worker --backend cpu -b 1M -e 16M -n 200`
 The poller runs `slotrun status --json` at every whole second, in the
 same private XDG_RUNTIME_DIR as the jobs, for the whole "with" run; each
 poll keeps the job's sampler going (it samples every second for 10 s
-after a request).  Between runs the machine is given a moment (no run
-starts within 0.2 s of the last)."""
+after a request).  A third side, "a bare process", runs `slotrun
+--version` at every whole second instead: what any process started every
+second costs a job whose ranks fill the machine's cores, so that the
+status request's own part shows (status over the bare process).  Between
+runs the machine is given a moment (no run starts within 0.2 s of the
+last)."""
 import argparse
 import json
 import os
@@ -42,17 +46,22 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "DET_"
 ENV.update({"SLOTRUN_DET_INFO_DIR": "/nonexistent", "XDG_RUNTIME_DIR": XDG})
 
 
-class Poller:
-    """`slotrun status --json` at every whole second until stopped."""
+STATUS = ["status", "--json"]
+BARE = ["--version"]
 
-    def __init__(self):
+
+class Poller:
+    """`slotrun ARGS` at every whole second until stopped."""
+
+    def __init__(self, argv):
+        self.argv = argv
         self.stop = threading.Event()
         self.polls = self.answered = 0
         self.t = threading.Thread(target=self.loop, daemon=True)
 
     def loop(self):
         while not self.stop.wait(1 - time.time() % 1):
-            r = subprocess.run([SR, "status", "--json"], env=ENV, capture_output=True, timeout=10)
+            r = subprocess.run([SR, *self.argv], env=ENV, capture_output=True, timeout=10)
             self.polls += 1
             self.answered += r.returncode == 0
 
@@ -65,21 +74,25 @@ class Poller:
         self.t.join()
 
 
-def alternate(runs, measure):
-    """measure() without and with a poller, taking turns; returns both lists
-    of figures and the polls made (and answered) during the "with" runs."""
-    out = {"without": [], "with": []}
+def alternate(runs, measure, sides=("without", "with")):
+    """measure() without and with a poller (and with a bare process every
+    second where sides names "bare"), taking turns, each side first as often
+    as last; returns the lists of figures and the polls made (and answered)
+    during the "with" runs."""
+    out = {s: [] for s in sides}
     polls = answered = 0
-    for k in range(2 * runs):
-        side = ("without", "with")[(k + k // 2) % 2]  # without, with, with, without, ...
-        time.sleep(0.2)
-        if side == "with":
-            with Poller() as p:
+    for r in range(runs):
+        order = sides if r % 2 == 0 else sides[::-1]
+        for side in order:
+            time.sleep(0.2)
+            if side == "without":
                 out[side].append(measure())
-            polls += p.polls
-            answered += p.answered
-        else:
-            out[side].append(measure())
+                continue
+            with Poller(STATUS if side == "with" else BARE) as p:
+                out[side].append(measure())
+            if side == "with":
+                polls += p.polls
+                answered += p.answered
     return out, polls, answered
 
 
@@ -147,14 +160,15 @@ for name, fn, runs, unit in (("launch_ms", launch, args.runs, "ms"), ("teardown_
           f"({polls} polls, {answered} answered by a job)")
 
 runs = max(3, args.runs // 4)
-res, polls, answered = alternate(runs, allreduce)
-doc["allreduce_us"] = {"runs": runs, "polls": polls, "answered": answered, "without": {}, "with": {}}
+res, polls, answered = alternate(runs, allreduce, ("without", "with", "bare"))
+doc["allreduce_us"] = {"runs": runs, "polls": polls, "answered": answered, "without": {}, "with": {}, "bare": {}}
 for size in sorted(k for k in res["without"][0] if k != "cpu_ms"):
-    a = statistics.median(r[size] for r in res["without"])
-    b = statistics.median(r[size] for r in res["with"])
+    a, b, c = (statistics.median(r[size] for r in res[s]) for s in ("without", "with", "bare"))
     doc["allreduce_us"]["without"][str(size)] = a
     doc["allreduce_us"]["with"][str(size)] = b
-    print(f"allreduce {size >> 20:>3} MiB  without {a:9.1f} us   with {b:9.1f} us   with / without {b / a:5.2f}")
+    doc["allreduce_us"]["bare"][str(size)] = c
+    print(f"allreduce {size >> 20:>3} MiB  without {a:9.1f} us   with {b:9.1f} us   a bare process {c:9.1f} us   "
+          f"with / without {b / a:5.2f}   with / bare {b / c:5.2f}")
 a = statistics.median(r["cpu_ms"] for r in res["without"])
 b = statistics.median(r["cpu_ms"] for r in res["with"])
 doc["allreduce_us"]["slotrun_cpu_ms"] = {"without": a, "with": b}
