@@ -31,11 +31,19 @@ def stop_rank(tag, rank):
     os.kill(pid[0], signal.SIGSTOP)
 
 
+# The comm library's one timeout (SLOTRUN_TIMEOUT) bounds both its start
+# and the wait on a stuck peer: short, so a stuck rank is named soon, but
+# not so short that a rank on a loaded machine (the ASan leg of CI) fails to
+# reach rank 0 before rank 0 listens (2 s did: "cannot reach rank 0 ...
+# within 2s").
+COMM_TIMEOUT = "5"
+
+
 def endless_job(argv_head, tag, out, tmpdir=None):
     """Starts slotrun (argv_head) on ENDLESS with a short SLOTRUN_TIMEOUT."""
     extra = {"TMPDIR": tmpdir} if tmpdir else {}
     return Proc([*argv_head, "--grace", "1", "--error-file", out, "--", *ENDLESS],
-                environ=job_env({"SLOTRUN_TIMEOUT": "2", "BLAME_TAG": tag,
+                environ=job_env({"SLOTRUN_TIMEOUT": COMM_TIMEOUT, "BLAME_TAG": tag,
                                  "SLOTRUN_JOB_SECRET": "blame-e2e", **extra}))
 
 
@@ -109,7 +117,7 @@ def a_stuck_rank_on_another_network_node_is_named_on_both():
             job.spawn(k, ["--nnodes", "2", "--node-rank", str(k), "--addrs", ",".join(job.cl.addrs),
                           "--slots", "2", "--grace", "1", "--join-timeout", "30", "--error-file", efs[k],
                           "--", *ENDLESS],
-                      clean_env({"SLOTRUN_JOB_SECRET": "blame-e2e", "SLOTRUN_TIMEOUT": "2",
+                      clean_env({"SLOTRUN_JOB_SECRET": "blame-e2e", "SLOTRUN_TIMEOUT": COMM_TIMEOUT,
                                  "BLAME_TAG": tag}))
         job.wait(lambda: b"# ranks 4" in job.out(0), 60, "the table's header")
         stop_rank(tag, 3)  # on node 1, not its leader
