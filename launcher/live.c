@@ -227,6 +227,8 @@ static void answer(struct runner *r, json_t *doc, bool stacks, status_reply_fn r
 	l->stacks = q;
 }
 
+static void note_stalls(struct runner *r, const struct status_row *rows, int n);
+
 /* This node's part: its rows (the lags marked over them alone: the
  * node that merges marks them again over the whole job) and, when asked,
  * its ranks' stacks. */
@@ -239,6 +241,7 @@ static void local(struct runner *r, bool stacks, status_reply_fn reply, void *ct
 
 	if (live_rows(r, &rows, &n) == 0) {
 		lag_mark(rows, n, job_runs(r));
+		note_stalls(r, rows, n);
 		live_job(r, &j);
 		doc = json_pack("{s:o, s:o}", "job", status_job_json(&j), "rows", status_rows_json(rows, n));
 	}
@@ -491,16 +494,14 @@ static void write_metrics_file(struct runner *r)
 	l->file_said = e < 0;
 }
 
-/* A rank that begins or ends to lag is a stall on the timeline. */
-static void record_stalls(struct runner *r)
+/* A rank that begins or ends to lag in this node's rows (lags marked) is
+ * a stall on the timeline. */
+static void note_stalls(struct runner *r, const struct status_row *rows, int n)
 {
 	struct live *l = r->live;
-	struct status_row *rows;
-	int n;
 
-	if (!timeline_on() || live_rows(r, &rows, &n) < 0)
+	if (!timeline_on())
 		return;
-	lag_mark(rows, n, job_runs(r));
 	for (int i = 0; i < n; i++) {
 		struct tl_args a = { .attempt = r->attempt, .code = -1 };
 
@@ -511,6 +512,21 @@ static void record_stalls(struct runner *r)
 		timeline_event(rows[i].lag ? TL_STALL : TL_STALL_END, rows[i].node, rows[i].rank, timeline_now_us(),
 			       &a);
 	}
+}
+
+/* After each sample.  The lag rule counts the time since a rank's last
+ * line up to now, so a status request between two samples may be the
+ * first to see a stall: it notes it too (local), lest the timeline miss
+ * a stall the user was shown. */
+static void record_stalls(struct runner *r)
+{
+	struct status_row *rows;
+	int n;
+
+	if (!timeline_on() || live_rows(r, &rows, &n) < 0)
+		return;
+	lag_mark(rows, n, job_runs(r));
+	note_stalls(r, rows, n);
 	free(rows);
 }
 
