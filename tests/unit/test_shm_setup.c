@@ -9,7 +9,6 @@
  * before the leader starts, so the order in which the leader finds them
  * in its backlog is the order written here. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -24,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "folder.h"
 #include "leak_check.h"
 #include "shm_internal.h"
 #include "sock.h"
@@ -57,16 +57,7 @@ static long ms_since(int64_t t0)
 /* Open fds of this process (the directory's own fd not counted). */
 static int open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
+	return folder_entries("/proc/self/fd") - 1;
 }
 
 /* The leader (rank 0) with its listening socket, and every rank's info

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -12,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "folder.h"
 #include "spawn.h"
 #include "leak_check.h"
 
@@ -94,16 +94,7 @@ LEAK_TEST(spawn, env_program_is_looked_up_on_the_path_given)
  * that spawns must leave as many as it found. */
 static int open_fds(void)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	cr_assert_not_null(d);
-	while ((e = readdir(d)))
-		if (e->d_name[0] != '.')
-			n++;
-	closedir(d);
-	return n - 1;
+	return folder_entries("/proc/self/fd") - 1;
 }
 
 static sigset_t empty;
