@@ -55,6 +55,20 @@ static const char *target(const struct plane *p)
 	return p->seek ? p->seek->host[p->seek->at] : plane_host(p, 0);
 }
 
+/* A try at the chief that time ran out on: what went unanswered (the
+ * connect, said as unconnected; or the handshake) becomes the last error,
+ * and the connection and any retry are dropped. */
+static void drop_unanswered(struct plane *p, struct conn *c, const char *unconnected)
+{
+	if (c && c->connecting)
+		snprintf(p->connect_err, sizeof(p->connect_err), "%s", unconnected);
+	else if (c)
+		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
+	if (c)
+		plane_conn_drop(c);
+	evtimer_del(p->ev_retry);
+}
+
 static void on_turn(evutil_socket_t fd, short what, void *arg)
 {
 	struct plane *p = arg;
@@ -62,13 +76,7 @@ static void on_turn(evutil_socket_t fd, short what, void *arg)
 
 	if (p->ended || !p->seek || (c && c->authed))
 		return;
-	if (c && c->connecting)
-		snprintf(p->connect_err, sizeof(p->connect_err), "the connection got no answer");
-	else if (c)
-		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
-	if (c)
-		plane_conn_drop(c);
-	evtimer_del(p->ev_retry);
+	drop_unanswered(p, c, "the connection got no answer");
 	plane_seek_next(p);
 }
 
@@ -248,14 +256,7 @@ static void on_join_deadline(evutil_socket_t fd, short what, void *arg)
 		plane_seek_refused(p);
 		return;
 	}
-	if (c && c->connecting)
-		snprintf(p->connect_err, sizeof(p->connect_err),
-			 "the connection got no answer (is a firewall dropping it?)");
-	else if (c)
-		snprintf(p->connect_err, sizeof(p->connect_err), "no answer to the handshake");
-	if (c)
-		plane_conn_drop(c);
-	evtimer_del(p->ev_retry);
+	drop_unanswered(p, c, "the connection got no answer (is a firewall dropping it?)");
 	give_up(p);
 }
 
