@@ -123,6 +123,10 @@ class Job:
             if left <= 0:
                 raise WaitTimeout(f"timed out after {timeout}s waiting for {what}:\n" + self.describe())
             if not self._pump(left):
+                # the last exit may have come between pred() and the pump
+                v = pred()
+                if v:
+                    return v
                 raise AssertionError(f"every slotrun has exited, waiting for {what}:\n" + self.describe())
 
     def finish(self, nodes=None, timeout=30):
