@@ -84,6 +84,11 @@ LEAK_TEST_OPTS(sampler, a_busy_child_runs_and_uses_a_cpu, .timeout = 20)
 	child = spawn(false);
 	sampler_take(&s);
 	cr_assert_geq(s.ranks[0].cpu_s, t, "a new attempt starts from the last one's total");
+	/* the child runs from its fork to its pause(): sleeping once there */
+	for (t = clock_mono(); clock_mono() - t < 10 && s.ranks[0].now.state != SAMPLE_SLEEPING;) {
+		usleep(10000);
+		sampler_take(&s);
+	}
 	cr_assert_eq(s.ranks[0].now.state, SAMPLE_SLEEPING);
 	reap();
 	sampler_close(&s);
