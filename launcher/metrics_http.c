@@ -6,12 +6,14 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <netdb.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "io.h"
+#include "lazylib.h"
 #include "sock.h"
 
 struct metrics_http {
@@ -47,21 +49,61 @@ int metrics_parse_listen(const char *text, char **addr, int *port)
 	return 0;
 }
 
+/* evhttp (libevent_extra), loaded when --metrics-port is given (lazylib.h) */
+static struct ev_fns {
+	__typeof__(evhttp_accept_socket_with_handle) *accept_socket_with_handle;
+	__typeof__(evhttp_add_header) *add_header;
+	__typeof__(evhttp_find_header) *find_header;
+	__typeof__(evhttp_free) *free;
+	__typeof__(evhttp_new) *new;
+	__typeof__(evhttp_request_get_input_headers) *request_get_input_headers;
+	__typeof__(evhttp_request_get_output_headers) *request_get_output_headers;
+	__typeof__(evhttp_send_error) *send_error;
+	__typeof__(evhttp_send_reply) *send_reply;
+	__typeof__(evhttp_set_allowed_methods) *set_allowed_methods;
+	__typeof__(evhttp_set_cb) *set_cb;
+	__typeof__(evhttp_set_gencb) *set_gencb;
+	__typeof__(evhttp_set_max_body_size) *set_max_body_size;
+	__typeof__(evhttp_set_max_headers_size) *set_max_headers_size;
+	__typeof__(evhttp_set_timeout) *set_timeout;
+} ev;
+#define EV(f) { "evhttp_" #f, offsetof(struct ev_fns, f) }
+static const struct lazylib_sym ev_syms[] = {
+	EV(accept_socket_with_handle),
+	EV(add_header),
+	EV(find_header),
+	EV(free),
+	EV(new),
+	EV(request_get_input_headers),
+	EV(request_get_output_headers),
+	EV(send_error),
+	EV(send_reply),
+	EV(set_allowed_methods),
+	EV(set_cb),
+	EV(set_gencb),
+	EV(set_max_body_size),
+	EV(set_max_headers_size),
+	EV(set_timeout),
+	{ NULL, 0 },
+};
+#undef EV
+static struct lazylib ev_lib = LAZYLIB_INIT(SLOTRUN_SONAME_EVENT_EXTRA, "libevent-extra-2.1-7", ev_syms, &ev);
+
 static void on_metrics(struct evhttp_request *req, void *arg)
 {
 	struct metrics_http *m = arg;
-	const char *accept = evhttp_find_header(evhttp_request_get_input_headers(req), "Accept");
+	const char *accept = ev.find_header(ev.request_get_input_headers(req), "Accept");
 	enum metrics_format fmt = metrics_negotiate(accept);
 	struct evbuffer *body = evbuffer_new();
 	char *text = NULL;
 	size_t len = 0;
 
 	if (!body || m->render(m->arg, fmt, &text, &len) < 0 || evbuffer_add(body, text, len) < 0) {
-		evhttp_send_error(req, HTTP_INTERNAL, "cannot render the metrics");
+		ev.send_error(req, HTTP_INTERNAL, "cannot render the metrics");
 	} else {
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+		ev.add_header(ev.request_get_output_headers(req), "Content-Type",
 				  fmt == METRICS_OPENMETRICS ? METRICS_OPENMETRICS_TYPE : METRICS_TEXT_TYPE);
-		evhttp_send_reply(req, HTTP_OK, "OK", body);
+		ev.send_reply(req, HTTP_OK, "OK", body);
 	}
 	free(text);
 	if (body)
@@ -70,7 +112,7 @@ static void on_metrics(struct evhttp_request *req, void *arg)
 
 static void on_other(struct evhttp_request *req, void *arg)
 {
-	evhttp_send_error(req, HTTP_NOTFOUND, "slotrun serves its metrics at /metrics");
+	ev.send_error(req, HTTP_NOTFOUND, "slotrun serves its metrics at /metrics");
 }
 
 /* A listening socket on addr:port.  Returns the fd or -errno. */
@@ -108,15 +150,20 @@ int metrics_http_open(struct metrics_http **mp, struct event_base *base, const c
 		      metrics_render_fn render, void *arg, char *err, size_t errlen)
 {
 	struct metrics_http *m;
-	int fd = listen_on(addr, port, err, errlen);
+	int fd;
 
 	*mp = NULL;
+	if (lazylib_load(&ev_lib) < 0) {
+		snprintf(err, errlen, "--metrics-port: %s", ev_lib.err);
+		return -ELIBACC;
+	}
+	fd = listen_on(addr, port, err, errlen);
 	if (fd < 0)
 		return fd;
-	if (!(m = calloc(1, sizeof(*m))) || !(m->http = evhttp_new(base)) ||
-	    !evhttp_accept_socket_with_handle(m->http, fd)) {
+	if (!(m = calloc(1, sizeof(*m))) || !(m->http = ev.new(base)) ||
+	    !ev.accept_socket_with_handle(m->http, fd)) {
 		if (m && m->http)
-			evhttp_free(m->http);
+			ev.free(m->http);
 		close(fd);
 		free(m);
 		snprintf(err, errlen, "--metrics-port: cannot serve: out of memory");
@@ -124,12 +171,12 @@ int metrics_http_open(struct metrics_http **mp, struct event_base *base, const c
 	}
 	m->render = render;
 	m->arg = arg;
-	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
-	evhttp_set_timeout(m->http, METRICS_HTTP_DEADLINE);
-	evhttp_set_max_headers_size(m->http, 16384);
-	evhttp_set_max_body_size(m->http, 4096);
-	evhttp_set_cb(m->http, "/metrics", on_metrics, m);
-	evhttp_set_gencb(m->http, on_other, m);
+	ev.set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD);
+	ev.set_timeout(m->http, METRICS_HTTP_DEADLINE);
+	ev.set_max_headers_size(m->http, 16384);
+	ev.set_max_body_size(m->http, 4096);
+	ev.set_cb(m->http, "/metrics", on_metrics, m);
+	ev.set_gencb(m->http, on_other, m);
 	*mp = m;
 	return 0;
 }
@@ -138,6 +185,6 @@ void metrics_http_close(struct metrics_http *m)
 {
 	if (!m)
 		return;
-	evhttp_free(m->http); /* closes the bound socket too */
+	ev.free(m->http); /* closes the bound socket too */
 	free(m);
 }

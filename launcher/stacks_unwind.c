@@ -4,17 +4,66 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 
+#include "lazylib.h"
+
 struct stacks_unwind {
+	Dwfl_Callbacks callbacks;               /* dwfl's for its life */
 	Dwfl *dwfl;
 	pid_t pid;
 	bool attached;                          /* dwfl_attach_state done */
 	const struct stacks_grab_thread *now;  /* the thread being unwound */
 };
+
+/* libdwfl, loaded when the first stacks are taken (lazylib.h) */
+static struct dw_fns {
+	__typeof__(dwfl_addrmodule) *addrmodule;
+	__typeof__(dwfl_attach_state) *attach_state;
+	__typeof__(dwfl_begin) *begin;
+	__typeof__(dwfl_build_id_find_debuginfo) *build_id_find_debuginfo;
+	__typeof__(dwfl_end) *end;
+	__typeof__(dwfl_frame_pc) *frame_pc;
+	__typeof__(dwfl_getmodules) *getmodules;
+	__typeof__(dwfl_getthread_frames) *getthread_frames;
+	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
+	__typeof__(dwfl_module_addrinfo) *module_addrinfo;
+	__typeof__(dwfl_module_getsym_info) *module_getsym_info;
+	__typeof__(dwfl_module_getsymtab) *module_getsymtab;
+	__typeof__(dwfl_module_info) *module_info;
+	__typeof__(dwfl_report_begin) *report_begin;
+	__typeof__(dwfl_report_end) *report_end;
+	__typeof__(dwfl_thread_state_registers) *thread_state_registers;
+	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
+} dw;
+#define DW(f) { "dwfl_" #f, offsetof(struct dw_fns, f) }
+static const struct lazylib_sym dw_syms[] = {
+	DW(addrmodule),
+	DW(attach_state),
+	DW(begin),
+	DW(build_id_find_debuginfo),
+	DW(end),
+	DW(frame_pc),
+	DW(getmodules),
+	DW(getthread_frames),
+	DW(linux_proc_report),
+	DW(module_addrinfo),
+	DW(module_getsym_info),
+	DW(module_getsymtab),
+	DW(module_info),
+	DW(report_begin),
+	DW(report_end),
+	DW(thread_state_registers),
+	DW(linux_proc_find_elf),
+	{ NULL, 0 },
+};
+#undef DW
+static struct lazylib dw_lib = LAZYLIB_INIT(SLOTRUN_SONAME_DW, "libdw1", dw_syms, &dw);
 
 /* Debug files by build ID under /usr/lib/debug: dwfl_standard_find_debuginfo
  * would go on to debuginfod (DEBUGINFOD_URLS), a download no deadline of
@@ -23,14 +72,22 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
 			  char **debuginfo_file_name)
 {
-	return dwfl_build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+	return dw.build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
 					    debuginfo_file_name);
 }
 
-static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = find_debuginfo,
-};
+/* Whether libdwfl is loaded; the first failure is said once (every
+ * stacks request would say it again). */
+static bool dw_loaded(void)
+{
+	static atomic_bool said;
+
+	if (lazylib_load(&dw_lib) == 0)
+		return true;
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr, "slotrun: native frames left out of stacks: %s\n", dw_lib.err);
+	return false;
+}
 
 int stacks_unwind_open(struct stacks_unwind **up, pid_t pid)
 {
@@ -38,17 +95,23 @@ int stacks_unwind_open(struct stacks_unwind **up, pid_t pid)
 	int e;
 
 	*up = NULL;
-	if (!u || !(u->dwfl = dwfl_begin(&callbacks))) {
+	if (!dw_loaded()) {
+		free(u);
+		return -ELIBACC;
+	}
+	if (u)
+		u->callbacks = (Dwfl_Callbacks){ .find_elf = dw.linux_proc_find_elf, .find_debuginfo = find_debuginfo };
+	if (!u || !(u->dwfl = dw.begin(&u->callbacks))) {
 		free(u);
 		return -ENOMEM;
 	}
 	u->pid = pid;
-	dwfl_report_begin(u->dwfl);
-	e = dwfl_linux_proc_report(u->dwfl, pid);
-	if (dwfl_report_end(u->dwfl, NULL, NULL) != 0 && e == 0)
+	dw.report_begin(u->dwfl);
+	e = dw.linux_proc_report(u->dwfl, pid);
+	if (dw.report_end(u->dwfl, NULL, NULL) != 0 && e == 0)
 		e = -1;
 	if (e != 0) {
-		dwfl_end(u->dwfl);
+		dw.end(u->dwfl);
 		free(u);
 		return e > 0 ? -e : -ENOENT;
 	}
@@ -60,7 +123,7 @@ void stacks_unwind_close(struct stacks_unwind *u)
 {
 	if (!u)
 		return;
-	dwfl_end(u->dwfl);
+	dw.end(u->dwfl);
 	free(u);
 }
 
@@ -95,10 +158,10 @@ static int find_py_module(Dwfl_Module *mod, void **userdata, const char *name, D
 		return DWARF_CB_OK;
 	/* the module holding _PyRuntime: a program named python3 that only
 	 * loads libpython has none */
-	for (int i = 0, n = dwfl_module_getsymtab(mod); i < n; i++) {
+	for (int i = 0, n = dw.module_getsymtab(mod); i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
-		const char *s = dwfl_module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
+		const char *s = dw.module_getsym_info(mod, i, &sym, &addr, NULL, NULL, NULL);
 
 		if (s && !strcmp(s, "_PyRuntime") && sym.st_shndx != SHN_UNDEF) {
 			f->mod = mod;
@@ -124,15 +187,15 @@ int stacks_unwind_python(struct stacks_unwind *u, struct stacks_unwind_py *py)
 	const char *name;
 
 	memset(py, 0, sizeof(*py));
-	dwfl_getmodules(u->dwfl, find_py_module, &f, 0);
+	dw.getmodules(u->dwfl, find_py_module, &f, 0);
 	if (!f.mod)
 		return -ENOENT;
-	name = dwfl_module_info(f.mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+	name = dw.module_info(f.mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 	snprintf(py->module, sizeof(py->module), "%s", base_name(name));
-	for (int i = 0, n = dwfl_module_getsymtab(f.mod); i < n; i++) {
+	for (int i = 0, n = dw.module_getsymtab(f.mod); i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
-		const char *s = dwfl_module_getsym_info(f.mod, i, &sym, &addr, NULL, NULL, NULL);
+		const char *s = dw.module_getsym_info(f.mod, i, &sym, &addr, NULL, NULL, NULL);
 
 		if (!s || sym.st_shndx == SHN_UNDEF)
 			continue;
@@ -192,7 +255,7 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 	Dwarf_Word regs[17] = { r->rax, r->rdx, r->rcx, r->rbx, r->rsi, r->rdi, r->rbp, r->rsp, r->r8,
 				r->r9,  r->r10, r->r11, r->r12, r->r13, r->r14, r->r15, r->rip };
 
-	return dwfl_thread_state_registers(thread, 0, 17, regs);
+	return dw.thread_state_registers(thread, 0, 17, regs);
 }
 
 static const Dwfl_Thread_Callbacks thread_callbacks = {
@@ -217,7 +280,7 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
 	bool activation;
 	Dwfl_Module *mod;
 
-	if (!dwfl_frame_pc(frame, &pc, &activation))
+	if (!dw.frame_pc(frame, &pc, &activation))
 		return DWARF_CB_ABORT;
 	if (w->n == w->max) {
 		w->cut = true;
@@ -227,12 +290,12 @@ static int on_frame(Dwfl_Frame *frame, void *arg)
 	*f = (struct stacks_frame){ .pc = pc };
 	/* a return address is past its call: look the call up */
 	at = activation || pc == 0 ? pc : pc - 1;
-	if ((mod = dwfl_addrmodule(w->u->dwfl, at))) {
+	if ((mod = dw.addrmodule(w->u->dwfl, at))) {
 		GElf_Off off = 0;
 		GElf_Sym sym;
-		const char *name = dwfl_module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL);
+		const char *name = dw.module_addrinfo(mod, at, &off, &sym, NULL, NULL, NULL);
 
-		f->module = strdup(base_name(dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL)));
+		f->module = strdup(base_name(dw.module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL)));
 		if (name) {
 			/* clock_nanosleep@GLIBC_2.2.5: the version says nothing here */
 			f->function = strndup(name, strcspn(name, "@"));
@@ -248,11 +311,11 @@ int stacks_unwind_thread(struct stacks_unwind *u, const struct stacks_grab_threa
 	struct walk w = { .u = u, .out = out, .max = max };
 
 	*cut = false;
-	if (!u->attached && !(u->attached = dwfl_attach_state(u->dwfl, NULL, u->pid, &thread_callbacks, u)))
+	if (!u->attached && !(u->attached = dw.attach_state(u->dwfl, NULL, u->pid, &thread_callbacks, u)))
 		return 0;
 	u->now = t;
 	/* an error at the end of the stack is how some unwinds end */
-	(void)dwfl_getthread_frames(u->dwfl, t->tid, on_frame, &w);
+	(void)dw.getthread_frames(u->dwfl, t->tid, on_frame, &w);
 	u->now = NULL;
 	*cut = w.cut;
 	return w.n;

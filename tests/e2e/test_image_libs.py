@@ -40,11 +40,26 @@ def needed(path):
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
 
 
+# what slotrun loads on first use (launcher/lazylib.h), not at its start
+ON_USE = {"libdw.so.", "libevent_extra-"}
+
+
+def loaded_on_use(path):
+    """The libraries a program names in its bytes (the sonames it hands
+    dlopen) without needing them at its start."""
+    names = {m.decode() for m in re.findall(rb"lib[A-Za-z0-9_.+-]+\.so\.[0-9.]+", open(path, "rb").read())}
+    return sorted(names - set(needed(path)) - LIBC)
+
+
 def package_of(soname, loaded_by):
     """The Debian package that holds the library the loader finds for
-    soname (ldd of the program that needs it names the path)."""
+    soname (ldd of the program that needs it names the path; ldconfig's
+    cache, one it loads on use)."""
     out = subprocess.run(["ldd", loaded_by], capture_output=True).stdout.decode()
     m = re.search(rf"^\s*{re.escape(soname)} => (\S+)", out, re.M)
+    if not m:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True).stdout.decode()
+        m = re.search(rf"^\s*{re.escape(soname)} \(libc6,x86-64[^)]*\) => (\S+)", out, re.M)
     assert m and m.group(1) != "not", f"{loaded_by}: the loader does not find {soname} here"
     path = os.path.realpath(m.group(1))
     for p in (m.group(1), path, path.replace("/usr/lib/", "/lib/", 1), path.replace("/lib/", "/usr/lib/", 1)):
@@ -70,7 +85,7 @@ def every_library_the_programs_load_has_its_package_in_the_image():
     have = runtime_packages()
     missing = []
     for prog in programs():
-        for so in needed(prog):
+        for so in needed(prog) + loaded_on_use(prog):
             # the image is built without CUDA (-Dcuda=disabled): its libraries come with CUDA's image
             if so in LIBC or so.startswith(("libslotcomm.", "libcudart.", "libnccl.", "libcuda.")):
                 continue
@@ -79,6 +94,22 @@ def every_library_the_programs_load_has_its_package_in_the_image():
                 missing.append(f"{os.path.basename(prog)} needs {so}: add {pkg} to the runtime stage's "
                                f"apt-get install in {DOCKERFILE}")
     assert not missing, "\n".join(missing)
+
+
+
+@case
+def slotrun_maps_libdw_and_evhttp_only_when_used():
+    # six of the libraries a start would map (libdw and what it needs,
+    # libevent_extra): every node's start pays for them otherwise
+    for tool in ("readelf", "ldconfig"):
+        if not shutil.which(tool):
+            raise Skip(f"no {tool} here")
+    sr = binary("slotrun")
+    at_start = [so for so in needed(sr) if so.startswith(tuple(ON_USE))]
+    assert not at_start, f"slotrun needs {at_start} at its start"
+    on_use = loaded_on_use(sr)
+    assert {p for p in ON_USE if any(so.startswith(p) for so in on_use)} == ON_USE, \
+        f"slotrun loads on use {on_use}, not each of {sorted(ON_USE)}"
 
 
 if __name__ == "__main__":
