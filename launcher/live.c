@@ -582,7 +582,7 @@ static void open_socket(struct runner *r)
 			err[0] ? err : strerror(-e));
 		return;
 	}
-	(void)status_sock_sweep(dir, r->self);
+	(void)status_sock_sweep(dir, r->self, true);
 	if ((e = status_sock_path(dir, r->self, path, sizeof(path))) < 0 || (fd = e = status_sock_listen(path)) < 0 ||
 	    (e = status_server_open(&l->server, r->base, fd, path, &server_hooks, r)) < 0)
 		fprintf(stderr, "slotrun: warning: `slotrun status` will not see this job: %s/%d.sock: %s\n", dir,

@@ -140,7 +140,7 @@ static int list_jobs(char (*dirs)[PATH_MAX], int ndirs, struct job **jobs)
 		DIR *d;
 		struct dirent *de;
 
-		(void)status_sock_sweep(dirs[k], 0); /* a killed slotrun's socket */
+		(void)status_sock_sweep(dirs[k], 0, false); /* a killed slotrun's socket */
 		d = opendir(dirs[k]);
 
 		while (d && (de = readdir(d))) {

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +217,7 @@ static bool stale(const char *dir, const char *name)
 	return fd == -ECONNREFUSED;
 }
 
-int status_sock_sweep(const char *dir, pid_t self)
+int status_sock_sweep(const char *dir, pid_t self, bool pid_first)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
@@ -227,7 +228,9 @@ int status_sock_sweep(const char *dir, pid_t self)
 	while ((de = readdir(d))) {
 		pid_t pid = status_sock_pid(de->d_name);
 
-		if (pid > 0 && pid != self && stale(dir, de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == 0)
+		if (pid <= 0 || pid == self || (pid_first && (kill(pid, 0) == 0 || errno == EPERM)))
+			continue;
+		if (stale(dir, de->d_name) && unlinkat(dirfd(d), de->d_name, 0) == 0)
 			removed++;
 	}
 	closedir(d);

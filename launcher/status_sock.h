@@ -67,8 +67,13 @@ int status_sock_listen(const char *path);
 int status_sock_connect(const char *path);
 
 /* Removes the stale sockets in dir (nothing listens on them), except
- * self's.  Returns how many were removed, or -errno when
- * dir cannot be read. */
-int status_sock_sweep(const char *dir, pid_t self);
+ * self's.  A socket is stale when a connection to it is refused; with
+ * pid_first, a socket whose PID names a process of this PID namespace is
+ * kept without that connection (each connection wakes the slotrun it
+ * reaches: a slotrun starting beside N others, as N simulated nodes do,
+ * would wake every one, N^2/2 in all).  Its slotrun may have died and its
+ * PID been reused: `slotrun status` sweeps without pid_first.  Returns how
+ * many were removed, or -errno when dir cannot be read. */
+int status_sock_sweep(const char *dir, pid_t self, bool pid_first);
 
 #endif

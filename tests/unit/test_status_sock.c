@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "leak_check.h"
@@ -103,7 +105,7 @@ LEAK_TEST(status_sock, stale_sockets_are_swept_live_ones_and_other_files_kept)
 	close(other);
 	close(dead); /* its slotrun died: the file stays, nothing listens */
 	cr_assert_eq(status_sock_connect(tmp_path("222.sock")), -ECONNREFUSED);
-	cr_assert_eq(status_sock_sweep(tmpdir, 0), 1);
+	cr_assert_eq(status_sock_sweep(tmpdir, 0, false), 1);
 	cr_assert_neq(access(tmp_path("222.sock"), F_OK), 0, "the stale one is gone");
 	cr_assert_eq(access(tmp_path("111.sock"), F_OK), 0, "the live one stays");
 	cr_assert_eq(access(tmp_path("333.sock"), F_OK), 0, "not a socket: not ours to remove");
@@ -115,4 +117,32 @@ LEAK_TEST(status_sock, stale_sockets_are_swept_live_ones_and_other_files_kept)
 	close(live);
 	cr_assert_geq(live = status_sock_listen(tmp_path("111.sock")), 0, "a socket left there is replaced");
 	close(live);
+}
+
+LEAK_TEST(status_sock, a_starting_slotrun_wakes_no_live_one)
+{
+	char name[32], dead_name[32];
+	int live, dead, fd;
+	pid_t gone = fork();
+
+	cr_assert_geq(gone, 0);
+	if (gone == 0)
+		_exit(0);
+	cr_assert_eq(waitpid(gone, NULL, 0), gone); /* a pid nobody has now */
+	snprintf(name, sizeof(name), "%d.sock", (int)getpid());
+	snprintf(dead_name, sizeof(dead_name), "%d.sock", (int)gone);
+	cr_assert_geq(live = status_sock_listen(tmp_path(name)), 0);
+	cr_assert_geq(dead = status_sock_listen(tmp_path(dead_name)), 0);
+	close(dead);
+	cr_assert_eq(status_sock_sweep(tmpdir, 0, true), 1, "a dead pid's socket is still tried");
+	cr_assert_neq(access(tmp_path(dead_name), F_OK), 0);
+	/* a live pid's socket was not connected to: nothing to accept */
+	fd = accept4(live, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert(fd < 0 && errno == EAGAIN, "the sweep connected to a live slotrun's socket");
+	cr_assert_eq(status_sock_sweep(tmpdir, 0, false), 0);
+	fd = accept4(live, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(fd, 0, "without pid_first every socket is tried");
+	close(fd);
+	close(live);
+	unlink(tmp_path(name));
 }
