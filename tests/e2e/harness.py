@@ -17,6 +17,8 @@ import threading
 import time
 import traceback
 
+from ports import free_port, free_ports  # noqa: F401 (the tests take them from here)
+
 _cases = []
 
 
@@ -237,23 +239,6 @@ def cleanup_at_exit(fn):
             continue
         _prev[sig] = cur
         signal.signal(sig, _on_signal)
-
-
-def free_ports(n):
-    """n distinct loopback ports free right now (held together while they
-    are chosen, so none comes twice)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def free_port():
-    return free_ports(1)[0]
 
 
 def try_connect(port, host="127.0.0.1"):

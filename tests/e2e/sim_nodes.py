@@ -24,11 +24,12 @@ import os
 import selectors
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
+
+from ports import free_ports
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SRC = os.path.join(HERE, "scale_worker.c")
@@ -47,18 +48,7 @@ def build_worker(folder):
 
 def free_port_pair():
     """p such that p and p + 1 are free on loopback now."""
-    for _ in range(100):
-        s, t = socket.socket(), socket.socket()
-        try:
-            s.bind(("127.0.0.1", 0))
-            t.bind(("127.0.0.1", s.getsockname()[1] + 1))
-            return s.getsockname()[1]
-        except OSError:
-            continue
-        finally:
-            s.close()
-            t.close()
-    raise RuntimeError("no two free ports in a row")
+    return free_ports(2, consecutive=True)[0]
 
 
 def job_env():

@@ -3,9 +3,11 @@
 happened, or a failing test blames slotrun for a race in the harness."""
 
 import io
+import socket
 
-from harness import case, run
+from harness import case, free_port, free_ports, run
 from jobs import Job
+from ports import _ephemeral_start
 
 
 class _Popen:
@@ -64,6 +66,21 @@ def a_predicate_still_false_when_everything_has_exited_fails_at_once():
         assert "every slotrun has exited, waiting for something that never comes" in str(e), e
     else:
         raise AssertionError("the wait returned")
+
+
+@case
+def server_ports_come_from_below_the_ephemeral_range():
+    # an outgoing connection's source port comes from that range: one
+    # chosen there could be taken before the server listens (CI failed so)
+    low = _ephemeral_start()
+    ports = free_ports(8) + [free_port() for _ in range(8)]
+    assert all(p < low for p in ports), (ports, low)
+    assert len(set(free_ports(8))) == 8, "distinct"
+    first = free_ports(3, consecutive=True)
+    assert first == list(range(first[0], first[0] + 3)), first
+    for p in first:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", p))  # free
 
 
 run()

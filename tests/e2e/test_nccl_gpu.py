@@ -6,17 +6,14 @@ unchanged; a wrong element in either is counted).  Skipped
 visible (nccl_worker --backend nccl exits 77 there)."""
 
 import os
-import socket
 
-from harness import Skip, binary, case, run, run_cmd
+from harness import Skip, binary, case, free_port, run, run_cmd
 
 NW = binary("nccl_worker")
 
 
 def env():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     return {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "SLOTRUN_TIMEOUT": "120",
             # Under AddressSanitizer the CUDA driver needs the shadow gap

@@ -9,18 +9,12 @@ import socket
 import struct
 import threading
 
-from harness import Proc, binary, case, job_env, run
+from harness import Proc, binary, case, free_port, job_env, run
 
 SR = binary("slotrun")
 START, PING = 5, 14
 IDLE = ["sh", "-c", "echo ready; exec sleep 60"]
 LOST = "lost: it sent a message that failed authentication (forged, replayed or reordered)"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def read_frame(s):
