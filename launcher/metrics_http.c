@@ -49,44 +49,30 @@ int metrics_parse_listen(const char *text, char **addr, int *port)
 	return 0;
 }
 
-/* evhttp (libevent_extra), loaded when --metrics-port is given (lazylib.h) */
+/* evhttp (libevent_extra), loaded when --metrics-port is given (lazylib.h):
+ * each function named once, its pointer and its symbol made from that */
+#define EV_FNS(X) \
+	X(accept_socket_with_handle) \
+	X(add_header) \
+	X(find_header) \
+	X(free) \
+	X(new) \
+	X(request_get_input_headers) \
+	X(request_get_output_headers) \
+	X(send_error) \
+	X(send_reply) \
+	X(set_allowed_methods) \
+	X(set_cb) \
+	X(set_gencb) \
+	X(set_max_body_size) \
+	X(set_max_headers_size) \
+	X(set_timeout)
+#define EV_FIELD(f) __typeof__(evhttp_##f) *f;
+#define EV_SYM(f) { "evhttp_" #f, offsetof(struct ev_fns, f) },
 static struct ev_fns {
-	__typeof__(evhttp_accept_socket_with_handle) *accept_socket_with_handle;
-	__typeof__(evhttp_add_header) *add_header;
-	__typeof__(evhttp_find_header) *find_header;
-	__typeof__(evhttp_free) *free;
-	__typeof__(evhttp_new) *new;
-	__typeof__(evhttp_request_get_input_headers) *request_get_input_headers;
-	__typeof__(evhttp_request_get_output_headers) *request_get_output_headers;
-	__typeof__(evhttp_send_error) *send_error;
-	__typeof__(evhttp_send_reply) *send_reply;
-	__typeof__(evhttp_set_allowed_methods) *set_allowed_methods;
-	__typeof__(evhttp_set_cb) *set_cb;
-	__typeof__(evhttp_set_gencb) *set_gencb;
-	__typeof__(evhttp_set_max_body_size) *set_max_body_size;
-	__typeof__(evhttp_set_max_headers_size) *set_max_headers_size;
-	__typeof__(evhttp_set_timeout) *set_timeout;
+	EV_FNS(EV_FIELD)
 } ev;
-#define EV(f) { "evhttp_" #f, offsetof(struct ev_fns, f) }
-static const struct lazylib_sym ev_syms[] = {
-	EV(accept_socket_with_handle),
-	EV(add_header),
-	EV(find_header),
-	EV(free),
-	EV(new),
-	EV(request_get_input_headers),
-	EV(request_get_output_headers),
-	EV(send_error),
-	EV(send_reply),
-	EV(set_allowed_methods),
-	EV(set_cb),
-	EV(set_gencb),
-	EV(set_max_body_size),
-	EV(set_max_headers_size),
-	EV(set_timeout),
-	{ NULL, 0 },
-};
-#undef EV
+static const struct lazylib_sym ev_syms[] = { EV_FNS(EV_SYM) { NULL, 0 } };
 static struct lazylib ev_lib = LAZYLIB_INIT(SLOTRUN_SONAME_EVENT_EXTRA, "libevent-extra-2.1-7", ev_syms, &ev);
 
 static void on_metrics(struct evhttp_request *req, void *arg)

@@ -21,48 +21,32 @@ struct stacks_unwind {
 	const struct stacks_grab_thread *now;  /* the thread being unwound */
 };
 
-/* libdwfl, loaded when the first stacks are taken (lazylib.h) */
+/* libdwfl, loaded when the first stacks are taken (lazylib.h): each
+ * function named once, its pointer and its symbol made from that */
+#define DW_FNS(X) \
+	X(addrmodule) \
+	X(attach_state) \
+	X(begin) \
+	X(build_id_find_debuginfo) \
+	X(end) \
+	X(frame_pc) \
+	X(getmodules) \
+	X(getthread_frames) \
+	X(linux_proc_report) \
+	X(module_addrinfo) \
+	X(module_getsym_info) \
+	X(module_getsymtab) \
+	X(module_info) \
+	X(report_begin) \
+	X(report_end) \
+	X(thread_state_registers) \
+	X(linux_proc_find_elf)
+#define DW_FIELD(f) __typeof__(dwfl_##f) *f;
+#define DW_SYM(f) { "dwfl_" #f, offsetof(struct dw_fns, f) },
 static struct dw_fns {
-	__typeof__(dwfl_addrmodule) *addrmodule;
-	__typeof__(dwfl_attach_state) *attach_state;
-	__typeof__(dwfl_begin) *begin;
-	__typeof__(dwfl_build_id_find_debuginfo) *build_id_find_debuginfo;
-	__typeof__(dwfl_end) *end;
-	__typeof__(dwfl_frame_pc) *frame_pc;
-	__typeof__(dwfl_getmodules) *getmodules;
-	__typeof__(dwfl_getthread_frames) *getthread_frames;
-	__typeof__(dwfl_linux_proc_report) *linux_proc_report;
-	__typeof__(dwfl_module_addrinfo) *module_addrinfo;
-	__typeof__(dwfl_module_getsym_info) *module_getsym_info;
-	__typeof__(dwfl_module_getsymtab) *module_getsymtab;
-	__typeof__(dwfl_module_info) *module_info;
-	__typeof__(dwfl_report_begin) *report_begin;
-	__typeof__(dwfl_report_end) *report_end;
-	__typeof__(dwfl_thread_state_registers) *thread_state_registers;
-	__typeof__(dwfl_linux_proc_find_elf) *linux_proc_find_elf;
+	DW_FNS(DW_FIELD)
 } dw;
-#define DW(f) { "dwfl_" #f, offsetof(struct dw_fns, f) }
-static const struct lazylib_sym dw_syms[] = {
-	DW(addrmodule),
-	DW(attach_state),
-	DW(begin),
-	DW(build_id_find_debuginfo),
-	DW(end),
-	DW(frame_pc),
-	DW(getmodules),
-	DW(getthread_frames),
-	DW(linux_proc_report),
-	DW(module_addrinfo),
-	DW(module_getsym_info),
-	DW(module_getsymtab),
-	DW(module_info),
-	DW(report_begin),
-	DW(report_end),
-	DW(thread_state_registers),
-	DW(linux_proc_find_elf),
-	{ NULL, 0 },
-};
-#undef DW
+static const struct lazylib_sym dw_syms[] = { DW_FNS(DW_SYM) { NULL, 0 } };
 static struct lazylib dw_lib = LAZYLIB_INIT(SLOTRUN_SONAME_DW, "libdw1", dw_syms, &dw);
 
 /* Debug files by build ID under /usr/lib/debug: dwfl_standard_find_debuginfo
