@@ -215,24 +215,38 @@ LEAK_TEST(workers, a_log_folder_that_cannot_take_files_fails_the_start)
 				    "directory");
 }
 
-/* Until pid has exec'd its command (a fork that has not yet shows the
- * test's own environment, without RANK), or the deadline. */
+/* Until pid has exec'd its command and the exec is through, or the
+ * deadline.  A fork that has not exec'd yet shows the test's own
+ * environment, without RANK; and an exec names the process (comm) before
+ * it sets the new image's environment: /proc/PID/environ reads empty in
+ * between (a probe that read it as soon as comm changed found it empty
+ * 500 times of 500), so wait for both. */
 static void wait_exec(pid_t pid, const char *name)
 {
-	char path[64], comm[32];
+	char path[64], comm[32], env[4096];
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
 	for (int tries = 0; tries < 1000; tries++) {
-		FILE *f = fopen(path, "re");
-		bool there = f && fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
+		FILE *f;
+		bool there;
+		size_t n = 0;
 
+		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+		f = fopen(path, "re");
+		there = f && fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
 		if (f)
 			fclose(f);
-		if (there)
-			return;
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+		if (there && (f = fopen(path, "re"))) {
+			n = fread(env, 1, sizeof(env) - 1, f);
+			fclose(f);
+		}
+		env[n] = '\0';
+		for (size_t k = 0; k < n; k += strlen(env + k) + 1)
+			if (strncmp(env + k, "RANK=", 5) == 0)
+				return;
 		usleep(10000);
 	}
-	cr_assert_fail("pid %d never became %s", (int)pid, name);
+	cr_assert_fail("pid %d never became %s with RANK in its environment", (int)pid, name);
 }
 
 LEAK_TEST(workers, leftovers_are_named_with_their_rank)
