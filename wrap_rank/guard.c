@@ -143,8 +143,11 @@ noreturn void guard_run(const struct guard_cfg *c)
 
 	for (const int *fd = c->close_fds; *fd >= 0; fd++)
 		close(*fd);
-	/* Everything wrap_rank handles is blocked already: read it all. */
+	/* Everything wrap_rank handles is blocked already: read it all, and
+	 * SIGCONT, the parent-death signal (guard.h says why). */
 	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	sigaddset(&blocked, SIGCONT);
+	sigprocmask(SIG_BLOCK, &blocked, NULL);
 	sfd = signalfd(-1, &blocked, SFD_CLOEXEC);
 	(void)prctl(PR_SET_CHILD_SUBREAPER, 1);
 	/* close-on-exec: the kernel sets it on every pidfd */

@@ -43,8 +43,15 @@
 #include <stdnoreturn.h>
 #include <sys/types.h>
 
-/* The guard's parent-death signal. */
-#define GUARD_DEATH_SIGNAL SIGTERM
+/* The guard's parent-death signal: SIGCONT, blocked and read like the
+ * others, since it also wakes a guard that is stopped (a pause, Ctrl-Z)
+ * and drops a stop still on its way.  The kernel's SIGHUP and SIGCONT to
+ * an orphaned process group come only if a member is stopped as the group
+ * is orphaned and the last parent outside it was in the same session: a
+ * guard stopped a moment later, or under a wrap_rank whose parent is in
+ * another session, slept on with its command (a SIGTERM, blocked, did not
+ * wake it). */
+#define GUARD_DEATH_SIGNAL SIGCONT
 
 enum guard_msg_kind { GUARD_STARTED = 1, GUARD_EXITED };
 

@@ -191,6 +191,27 @@ def wrap_rank_killed_takes_everything_its_command_started():
 
 
 @case
+def a_stopped_guard_still_takes_the_command_when_wrap_rank_dies():
+    # The guard and the command stopped (SIGSTOP: a pause, a Ctrl-Z), then
+    # wrap_rank SIGKILLed with its parent in another session: the kernel's
+    # SIGHUP and SIGCONT to an orphaned group with a stopped member do not
+    # come (nor when the stop was still pending as its group was orphaned:
+    # CI left a guard and its command stopped that way, after slotrun was
+    # SIGKILLed while its Ctrl-Z was on its way).  The guard's parent-death
+    # signal must wake it anyway.
+    tag = f"wrstop-{os.getpid()}"
+    with running(["setsid", WR, "0", "sh", "-c", "exec sleep 1102"], tag, env=NO_LOGS):
+        (cmd,) = wait_for(lambda: marked(tag, "sleep 1102"), 10, "the command")
+        guard = stat_of(cmd)[1]
+        wrap = stat_of(guard)[1]
+        for pid in (guard, cmd):
+            os.kill(pid, signal.SIGSTOP)
+        wait_for(lambda: all(stat_of(pid)[0] == "T" for pid in (guard, cmd)), 10, "the guard and command stopped")
+        os.kill(wrap, signal.SIGKILL)
+        wait_for(lambda: not marked(tag), 10, "the stopped guard to take its command with it")
+
+
+@case
 def wrap_rank_by_hand_leaves_background_processes_as_without_it():
     # run from a shell (no subreaper to adopt its guard), wrap_rank's normal
     # exit does not stop what the command left running: it cannot know when
