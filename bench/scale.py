@@ -7,7 +7,7 @@ with CLOCK_MONOTONIC and costs next to nothing).
 
 Usage: bench/scale.py [--slotrun PATH] [--before PATH [--before-label TEXT]]
                       [--nodes 16,64,256,1024] [--runs R] [--args-from N ARGS]
-                      [--idle S] [--json FILE] [--keep DIR]
+                      [--idle S] [--json FILE] [--keep DIR] [--no-floor]
 
 Each N runs two jobs, R times each (medians), with --before the same slotrun
 built from an earlier commit in turns with this one:
@@ -26,6 +26,15 @@ fail     every worker holds; once all N run, the job idles --idle seconds,
 restart  the same with --max-restarts 1 --restart-delay 0 and no idle time:
          from the failure's stamp to the last start of attempt 1 (every
          node's next attempt running); every node exits 0.
+
+The floor (unless --no-floor), in turns with slotrun: the fail job with
+bench/floor_node.c in slotrun's place, the same star, START and STOP as one
+byte each, the same four processes per node (the node, two relays standing
+for wrap_rank and its guard, the worker), and nothing else: no handshake,
+seal, heartbeat, output or bookkeeping.  "floor, no relays": the worker
+started by the node itself (two processes a node, no containment).  What
+any launcher of that shape costs this machine: slotrun's figures over the
+floor's say what is slotrun's own.
 
 The chief's cost per node is its excess over a member (the same slot, the
 same worker) divided by N-1: what one more node costs the chief, in memory,
@@ -63,10 +72,13 @@ ap.add_argument("--idle", type=float, default=3.0, help="seconds the fail job id
 ap.add_argument("--timeout", type=float, default=240, help="seconds each step of a job may take")
 ap.add_argument("--json", help="also write the figures here")
 ap.add_argument("--keep", help="keep each job's folder (node logs, events) under this folder")
+ap.add_argument("--no-floor", action="store_true", help="without the floor (bench/floor_node.c)")
 args = ap.parse_args()
 CONTENDERS = [("slotrun", os.path.abspath(args.slotrun))]
 if args.before:
     CONTENDERS.append((args.before_label, os.path.abspath(args.before)))
+# the floor's contenders: (name, relays per rank)
+FLOORS = [] if args.no_floor else [("floor", 2), ("floor, no relays", 0)]
 
 
 def extra_for(n):
@@ -77,11 +89,20 @@ def extra_for(n):
     return out
 
 
-def one_job(slotrun, n, worker, tmp, restart):
+def floor_command(floor, n, relays, worker):
+    """Node i's argv for the floor."""
+    def argv(i, port, log):
+        return ([floor, "hub", str(port), str(n)] if i == 0 else [floor, "node", str(port), str(i)]) + \
+            [str(relays), worker, log]
+    return argv
+
+
+def one_job(slotrun, n, worker, tmp, restart, command=None):
     """One job of n nodes: its figures; raises AssertionError with the
-    nodes' story when it does not go as it should."""
+    nodes' story when it does not go as it should.  command: the floor's
+    argv for each node instead of slotrun's (the fail job only)."""
     extra = extra_for(n) + ["--grace", "5"] + (["--max-restarts", "1", "--restart-delay", "0"] if restart else [])
-    job = sim_nodes.Job(slotrun, worker, n, extra, folder=args.keep or tmp, keep=bool(args.keep))
+    job = sim_nodes.Job(slotrun, worker, n, extra, folder=args.keep or tmp, keep=bool(args.keep), command=command)
     chief = member = None
     try:
         job.start()
@@ -169,6 +190,12 @@ def main():
     worker = sim_nodes.build_worker(tmp)
     if not worker:
         sys.exit("scale: no C compiler for tests/e2e/scale_worker.c")
+    contenders = [(name, path, None) for name, path in CONTENDERS]
+    if FLOORS:
+        floor = sim_nodes.build_worker(tmp, src=os.path.join(HERE, "floor_node.c"))
+        if not floor:
+            sys.exit("scale: bench/floor_node.c does not compile (--no-floor runs without it)")
+        contenders += [(name, floor, relays) for name, relays in FLOORS]
     sizes = [int(x) for x in args.nodes.split(",")]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = sim_nodes.fds_needed(max(sizes))
@@ -184,19 +211,24 @@ def main():
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         load = os.getloadavg()[0]
-        got = {name: ([], [], []) for name, _ in CONTENDERS}
+        got = {name: ([], [], []) for name, _, _ in contenders}
         for _ in range(args.runs):
             for restart in (False, True):
-                for name, path in CONTENDERS:
+                for name, path, relays in contenders:
+                    if relays is not None and restart:
+                        continue  # the floor does not restart
                     fails, restarts, errors = got[name]
+                    cmd = floor_command(path, n, relays, worker) if relays is not None else None
                     try:
-                        (restarts if restart else fails).append(one_job(path, n, worker, tmp, restart))
+                        (restarts if restart else fails).append(one_job(path, n, worker, tmp, restart, cmd))
                     except AssertionError as e:
                         errors.append(f"{'restart' if restart else 'fail'}: {e}"[:2000])
                         print(f"scale: {name} N={n}: {errors[-1][:600]}", file=sys.stderr)
         doc["nodes"][str(n)] = {}
-        for name, _ in CONTENDERS:
+        for name, _, relays in contenders:
             r = doc["nodes"][str(n)][name] = summarize(n, *got[name], load)
+            if relays is not None:
+                r["args"], r["floor_relays"] = "", relays
             pn = r["per_node"]
             print(f"| {n} | {name} | {fmt(r['join_s'])} ({fmt(r['join_chief_s'])}) | "
                   f"{fmt(r['reach_s'])} ({fmt(r['reach_chief_s'])}) | {fmt(r['exit_s'])} | "

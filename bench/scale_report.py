@@ -9,6 +9,15 @@ GOALS = "1024 nodes join within 5 s of the last one's start, a failure reaches a
         "the chief holds at most 10 KiB per node"
 
 
+_FLOOR = ("  `floor`: the same fail job, in turns with slotrun, with `bench/floor_node.c` in "
+          "slotrun's place: the same star on loopback, START and STOP one byte each, and the same four "
+          "processes a node (the node, two relays standing for wrap_rank and its guard, the worker), "
+          "with nothing else (no handshake, seal, heartbeat, output or bookkeeping): what any launcher "
+          "of that shape costs this machine.  `floor, no relays`: the node starts the worker itself "
+          "(two processes a node, no containment).  Where the floor misses a goal, no launcher of "
+          "that shape meets it in this simulation on this machine.")
+
+
 def _sizes(S):
     return sorted(S.get("nodes", {}), key=int)
 
@@ -116,7 +125,9 @@ def readme_scale(S):
                       for r in per.values()) else " (it could not here: not root)") + ".  Medians of "
            f"{S.get('runs', '?')} runs" + (f"; `{S['before']}`: slotrun built from that commit, in turns "
                                             "with this one" if S.get("before") else "") + ".  The goals: "
-           + GOALS + ".", "", "![the job plane against N](scale.png)", "",
+           + GOALS + "." + (_FLOOR if any("floor_relays" in r for per in S.get("nodes", {}).values()
+                                          for r in per.values()) else ""),
+           "", "![the job plane against N](scale.png)", "",
            "| N | contender | join | chief's part | reach | chief's part | exit | restart | chief RSS | "
            "per node | fds per node | CPU per join | heartbeats per node | fan-out to the end per node | "
            "load | flags |",
@@ -150,5 +161,17 @@ def summary_rows(S):
             pn = r.get("per_node", {})
             rows.append((f"job plane, {n} simulated nodes: join / reach / restart (s)", name,
                          f"{_f(r.get('join_s'), '')} / {_f(r.get('reach_s'), '')} / {_f(r.get('restart_s'), '')}",
-                         f"chief {_f(pn.get('rss_kib'), 'KiB', 1)} a node"))
+                         f"chief {_f(pn.get('rss_kib'), 'KiB', 1)} a node" + _over_floor(S["nodes"][n], name)))
     return rows
+
+
+def _over_floor(per, name):
+    """slotrun's join and reach over the floor's (same N, same run)."""
+    f, r = per.get("floor"), per.get(name)
+    if not f or "floor_relays" in r:
+        return ""
+    out = []
+    for key, what in (("join_s", "join"), ("reach_s", "reach")):
+        if r.get(key) and f.get(key):
+            out.append(f"{what} {r[key] / f[key]:.2f}x")
+    return ("; over the floor: " + ", ".join(out)) if out else ""

@@ -35,12 +35,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER_SRC = os.path.join(HERE, "scale_worker.c")
 
 
-def build_worker(folder):
-    """scale_worker compiled into folder (static where it can be: it starts
-    once per node), or None without a C compiler."""
-    out = os.path.join(folder, "scale_worker")
+def build_worker(folder, src=WORKER_SRC):
+    """scale_worker (or src) compiled into folder (static where it can be:
+    it starts once per node), or None without a C compiler."""
+    out = os.path.join(folder, os.path.splitext(os.path.basename(src))[0])
     for cc in (["musl-gcc", "-static"], ["cc", "-static"], ["cc"]):
-        if shutil.which(cc[0]) and subprocess.run(cc + ["-O2", "-o", out, WORKER_SRC],
+        if shutil.which(cc[0]) and subprocess.run(cc + ["-O2", "-o", out, src],
                                                   stderr=subprocess.DEVNULL).returncode == 0:
             return out
     return None
@@ -84,8 +84,11 @@ def fds_needed(n):
 class Job:
     """One job of n simulated nodes; start() launches them, node 0 first."""
 
-    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False):
+    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False, command=None):
+        """command(i, port, log): node i's argv instead of slotrun's (the
+        bench's floor, bench/floor_node.c)."""
         self.slotrun, self.worker, self.n, self.args = slotrun, worker, n, list(args)
+        self.command = command
         self.dir = tempfile.mkdtemp(prefix=f"sim{n}-", dir=folder)
         self.keep = keep
         self.log_path = os.path.join(self.dir, "events")
@@ -119,12 +122,15 @@ class Job:
             out = os.open(os.path.join(self.dir, f"node-{i}.log"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
             fa = [(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, out, 2),
                   (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0)]
-            argv = [self.slotrun, "--nnodes", str(self.n), "--node-rank", str(i), "--master-addr", "127.0.0.1",
-                    "--master-port", str(port), "--slots", "1", "--bind", "none", *self.args,
-                    "--", self.worker, self.log_path, "hold"]
+            if self.command:
+                argv = self.command(i, port, self.log_path)
+            else:
+                argv = [self.slotrun, "--nnodes", str(self.n), "--node-rank", str(i), "--master-addr", "127.0.0.1",
+                        "--master-port", str(port), "--slots", "1", "--bind", "none", *self.args,
+                        "--", self.worker, self.log_path, "hold"]
             self.t_last = time.monotonic_ns()
             try:
-                pid = os.posix_spawn(self.slotrun, argv, env, file_actions=fa)
+                pid = os.posix_spawn(argv[0], argv, env, file_actions=fa)
             finally:
                 os.close(out)
             self.pids.append(pid)
