@@ -17,7 +17,9 @@
  * The worker runs as `WORKER LOG hold` with RANK set (scale_worker.c),
  * under RELAYS relays (2: wrap_rank and its guard; 0: the worker alone,
  * as a launcher without containment would run it). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -28,6 +30,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdnoreturn.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -41,7 +44,7 @@ extern char **environ;
 
 static char self[4096];
 
-static void die(const char *what)
+static noreturn void die(const char *what)
 {
 	fprintf(stderr, "floor_node: %s: %s\n", what, strerror(errno));
 	exit(2);
