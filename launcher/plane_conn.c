@@ -309,6 +309,26 @@ static void in_release(struct conn *c)
 	c->in_cap = 0;
 }
 
+/* A member with its chief's connection alone puts its tick off while the
+ * chief's heartbeats come: each of them wakes the member once (it answers
+ * them, plane_member.c), and no tick of its own wakes it besides.  The
+ * tick comes QUIET_TICKS heartbeat intervals after the last word, then
+ * every half interval again (on_tick), so a silence is still judged
+ * within half an interval of the timeout. */
+#define QUIET_TICKS 1.5
+
+static void quiet_tick(struct conn *c)
+{
+	struct plane *p = c->p;
+	struct timeval tv;
+
+	if (p->chief || c != p->conns || c->next || !c->authed || c->fd < 0 || !p->ev_tick)
+		return;
+	tv = clock_tv(QUIET_TICKS * p->interval);
+	event_add(p->ev_tick, &tv); /* for a persistent event: its period too */
+	p->tick_quiet = true;
+}
+
 static void on_read(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -349,6 +369,7 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
 	c->last_rx = clock_mono();
 	take_frames(c);
 	in_release(c);
+	quiet_tick(c);
 }
 
 /* A connection whose secret differs, held until the join names the odd
@@ -390,9 +411,10 @@ static void silent_lost(struct conn *c, const char *why)
 /* One connection's deadlines at now: a drain or a handshake that took too
  * long, a peer silent too long (plane_silence: unless its host still
  * answers, for a while); and our heartbeat when it is due. */
-static void check(struct conn *c, double now, const char *silent)
+static void check(struct conn *c, double now, const char *silent_why)
 {
 	struct plane *p = c->p;
+	double silent;
 
 	if (c->fd < 0 || c->connecting)
 		return;
@@ -410,9 +432,12 @@ static void check(struct conn *c, double now, const char *silent)
 	 * its round is in the job: it hears heartbeats and must send them) */
 	if (c->closing || c->paused || (p->chief && c->node < 0 && !c->waiting))
 		return;
-	switch (plane_silence(now - c->last_rx, host_ago(c), p->cfg->hb_timeout)) {
+	/* the host's last ACK matters only to a silent peer: no system call
+	 * per connection and tick otherwise (a thousand at the chief) */
+	silent = now - c->last_rx;
+	switch (plane_silence(silent, silent > p->cfg->hb_timeout ? host_ago(c) : -1, p->cfg->hb_timeout)) {
 	case PLANE_LOST_SILENT:
-		silent_lost(c, silent);
+		silent_lost(c, silent_why);
 		return;
 	case PLANE_LOST_STALLED: {
 		char why[128];
@@ -499,6 +524,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	double now;
 	char silent[64];
 
+	if (p->tick_quiet) { /* silence: every half interval again */
+		struct timeval tv = clock_tv(p->interval / 2);
+
+		event_add(p->ev_tick, &tv);
+		p->tick_quiet = false;
+	}
 	bury(p);
 	plane_conn_awake(p);
 	now = clock_mono();

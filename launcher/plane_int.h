@@ -53,6 +53,7 @@ struct plane {
 				   * (a fixed-size job's: cfg's) */
 	struct plane_round_info round;  /* the last round this node started (round 0: none) */
 	struct event *ev_tick;
+	bool tick_quiet;             /* ev_tick put off by the chief's heartbeats (plane_conn.c) */
 	double interval;
 	double last_run;          /* clock_mono() when the plane last ran (plane_conn_awake) */
 	bool self_stalled;        /* this node did not run for longer than its peers wait */

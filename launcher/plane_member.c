@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "clock.h"
 #include "plane_conn.h"
 #include "plane_query.h"
 #include "plane_round.h"
@@ -202,6 +203,12 @@ static void obey(struct conn *c, struct plane_msg *m)
 		plane_end_job(p, m->code, &m->cause);
 		return;
 	case PLANE_PING:
+		/* our heartbeat rides the wake-up the chief's caused: at a
+		 * thousand nodes a wake-up a second of every node is what
+		 * heartbeats cost (the tick sends one only when the chief's
+		 * stop coming) */
+		if (clock_mono() - c->last_tx >= p->interval / 2)
+			plane_conn_send(c, &(struct plane_msg){ .type = PLANE_PING });
 		return;
 	case PLANE_ASK:
 		plane_query_ask(p, m);

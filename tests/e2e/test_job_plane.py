@@ -30,6 +30,7 @@ HEARTBEAT = 2
 GRACE = 1
 FAST = ["--join-timeout", "5", "--heartbeat-timeout", str(HEARTBEAT), "--grace", str(GRACE)]
 CONTROL_PORT = 29401            # the default: MASTER_PORT (29400) + 1
+PLANE_HB_PER_TIMEOUT = 5        # launcher/plane_proto.h
 LOST_WITHIN = HEARTBEAT + GRACE + 8
 START_WITHIN = 30               # joins, agreement, six workers on two cores
 
@@ -505,6 +506,38 @@ def nodes_done_early_wait_for_the_job():
         job.expect_exit([0, 0, 0], timeout=30)
         for r in range(6):
             assert said(job.out(node_of(r)), r, "done"), job.describe()
+        job.assert_nothing_left()
+
+
+def wakeups(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no voluntary_ctxt_switches in /proc/{pid}/status")
+
+
+@case
+def an_idle_member_wakes_once_per_heartbeat():
+    # A member answers the chief's heartbeat in the wake-up it causes and
+    # puts its own tick off while they come: one wake-up per heartbeat
+    # interval (timeout/5), where it took three (two ticks and the chief's
+    # heartbeat).  At a thousand nodes that was half the CPU of two cores.
+    hb = 1.0
+    window = 3.0
+    with job_plane() as job:
+        job.start_all(IDLE, opts=["--join-timeout", "5", "--heartbeat-timeout", str(hb), "--grace", "1"])
+        job.wait_ready()
+        pid = job.procs[1].pid
+        before = wakeups(pid)
+        # the window the rate is taken over
+        assert job.stays_running([0, 1, 2], window), "a node exited\n" + job.describe()
+        rate = (wakeups(pid) - before) / window
+        per_interval = rate * hb / PLANE_HB_PER_TIMEOUT
+        assert per_interval < 2, f"node 1's slotrun woke {rate:.1f} times a second, {per_interval:.1f} " \
+                                 f"times per heartbeat interval\n" + job.describe()
+        job.procs[1].signal(signal.SIGTERM)
+        job.expect_exit([143, 143, 143], timeout=30)
         job.assert_nothing_left()
 
 
