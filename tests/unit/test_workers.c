@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "io.h"
 #include "leak_check.h"
+#include "procs.h"
 #include "tmp_dir.h"
 #include "workers.h"
 
@@ -223,25 +224,16 @@ LEAK_TEST(workers, a_log_folder_that_cannot_take_files_fails_the_start)
  * 500 times of 500), so wait for both. */
 static void wait_exec(pid_t pid, const char *name)
 {
-	char path[64], comm[32], env[4096];
+	static char env[1 << 16];
+	char comm[32];
 
 	for (int tries = 0; tries < 1000; tries++) {
-		FILE *f;
-		bool there;
-		size_t n = 0;
+		ssize_t n = 0;
 
-		snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-		f = fopen(path, "re");
-		there = f && fgets(comm, sizeof(comm), f) && strncmp(comm, name, strlen(name)) == 0;
-		if (f)
-			fclose(f);
-		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-		if (there && (f = fopen(path, "re"))) {
-			n = fread(env, 1, sizeof(env) - 1, f);
-			fclose(f);
-		}
-		env[n] = '\0';
-		for (size_t k = 0; k < n; k += strlen(env + k) + 1)
+		if (procs_read(pid, "comm", comm, sizeof(comm)) > 0 && strncmp(comm, name, strlen(name)) == 0)
+			n = procs_read(pid, "environ", env, sizeof(env));
+
+		for (ssize_t k = 0; k < n; k += (ssize_t)strlen(env + k) + 1)
 			if (strncmp(env + k, "RANK=", 5) == 0)
 				return;
 		usleep(10000);
