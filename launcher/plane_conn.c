@@ -411,10 +411,10 @@ static void silent_lost(struct conn *c, const char *why)
 /* One connection's deadlines at now: a drain or a handshake that took too
  * long, a peer silent too long (plane_silence: unless its host still
  * answers, for a while); and our heartbeat when it is due. */
-static void check(struct conn *c, double now, const char *silent_why)
+static void check(struct conn *c, double now, const char *silent)
 {
 	struct plane *p = c->p;
-	double silent;
+	enum plane_silence verdict;
 
 	if (c->fd < 0 || c->connecting)
 		return;
@@ -432,12 +432,15 @@ static void check(struct conn *c, double now, const char *silent_why)
 	 * its round is in the job: it hears heartbeats and must send them) */
 	if (c->closing || c->paused || (p->chief && c->node < 0 && !c->waiting))
 		return;
-	/* the host's last ACK matters only to a silent peer: no system call
-	 * per connection and tick otherwise (a thousand at the chief) */
-	silent = now - c->last_rx;
-	switch (plane_silence(silent, silent > p->cfg->hb_timeout ? host_ago(c) : -1, p->cfg->hb_timeout)) {
+	/* the host's last ACK is asked for only when the silence alone does
+	 * not settle it: no system call per connection and tick otherwise (a
+	 * thousand at the chief) */
+	verdict = plane_silence(now - c->last_rx, -1, p->cfg->hb_timeout);
+	if (verdict != PLANE_HEARD)
+		verdict = plane_silence(now - c->last_rx, host_ago(c), p->cfg->hb_timeout);
+	switch (verdict) {
 	case PLANE_LOST_SILENT:
-		silent_lost(c, silent_why);
+		silent_lost(c, silent);
 		return;
 	case PLANE_LOST_STALLED: {
 		char why[128];
