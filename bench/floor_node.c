@@ -198,7 +198,7 @@ static int hub(int port, int n, char *relays, char *worker, char *log)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	struct pollfd *p = calloc((size_t)n + 1, sizeof(*p));
-	int lfd, sfd, joined = 0, status = -1, one = 1;
+	int lfd, sfd, joined = 0, status = -1, one = 1, left = 0;
 	double deadline = now() + DEADLINE_S;
 	bool stopped = false;
 	pid_t chain = 0;
@@ -238,10 +238,12 @@ static int hub(int port, int n, char *relays, char *worker, char *log)
 			continue;
 		for (int i = 1; i < n; i++)
 			if (p[i].revents) {
-				if (read(p[i].fd, &c, 1) == 1 && c == 'F')
+				if (read(p[i].fd, &c, 1) == 1 && c == 'F') {
 					failed = true;
-				else
-					p[i].fd = -1; /* gone: ends with the job */
+				} else { /* gone: ends with the job */
+					close(p[i].fd);
+					p[i].fd = -1;
+				}
 			}
 		if (p[0].revents && (status = reaped(sfd, chain)) == 4)
 			failed = true;
@@ -255,18 +257,18 @@ static int hub(int port, int n, char *relays, char *worker, char *log)
 		}
 	}
 	/* until every node has gone, as the chief waits for every DONE */
-	for (int left = n - 1; left > 0;) {
+	for (int i = 1; i < n; i++)
+		left += p[i].fd >= 0;
+	while (left > 0) {
 		char c;
 
-		left = 0;
-		for (int i = 1; i < n; i++)
-			left += p[i].fd >= 0;
-		if (!left || poll(p + 1, (nfds_t)n - 1, 1000) < 0)
+		if (poll(p + 1, (nfds_t)n - 1, 1000) <= 0)
 			continue;
 		for (int i = 1; i < n; i++)
 			if (p[i].fd >= 0 && p[i].revents && read(p[i].fd, &c, 1) <= 0) {
 				close(p[i].fd);
 				p[i].fd = -1;
+				left--;
 			}
 	}
 	return 4;
