@@ -18,6 +18,7 @@
 #include "options.h"
 #include "output.h"
 #include "plan.h"
+#include "plane_tree.h"
 #include "runner.h"
 #include "sock.h"
 #include "spawn.h"
@@ -112,14 +113,24 @@ static void hold_std_fds(void)
  * (the status socket and its STATUS_CONNS clients, the metrics listener).
  * The chief (any node of an elastic job may become it) holds one per other
  * node and up to plane_max_pending handshakes beside them; another node
- * one, its chief's.  Raise the soft limit to the hard one when short
+ * one, its chief's, and a relay of the tree (plane_tree.h) as many again as
+ * a chief of its group.  Raise the soft limit to the hard one when short
  * (workers get the original back), and say clearly when even that is too
  * few. */
-static int fd_budget(int slots, int nnodes, bool chief, bool logs, struct rlimit *orig, char *err,
+/* The fan-out this node relays with (plane_tree.h), or 0. */
+static int relay_fanout(const struct cluster_info *ci, int asked)
+{
+	int f = plane_tree_fanout(asked, ci->nnodes, ci->nnodes_min < ci->nnodes, ci->addrs);
+
+	return plane_tree_relays(f, ci->nnodes, ci->node_rank) ? f : 0;
+}
+
+static int fd_budget(int slots, int nnodes, bool chief, int relays, bool logs, struct rlimit *orig, char *err,
 		     size_t errlen)
 {
 	struct rlimit rl;
-	rlim_t plane = nnodes <= 1 ? 0 : chief ? (rlim_t)(nnodes - 1 + plane_max_pending(nnodes)) : 1;
+	rlim_t plane = nnodes <= 1 ? 0 : chief ? (rlim_t)(nnodes - 1 + plane_max_pending(nnodes)) :
+			relays ? (rlim_t)(1 + relays - 1 + plane_max_pending(relays)) : 1;
 	rlim_t need = (rlim_t)slots * (logs ? 5 : 3) + 44 + plane;
 	char nodes[96] = "";
 
@@ -614,7 +625,8 @@ static int setup_plane(struct launch *l)
 				       .join_timeout = l->o.join_timeout, .hb_timeout = l->o.hb_timeout,
 				       .secret = l->secret.value,
 				       .restart = l->o.restart.max_restarts ? &l->o.restart : NULL,
-				       .max_restarts = l->o.restart.max_restarts };
+				       .max_restarts = l->o.restart.max_restarts,
+				       .fanout = plane_tree_fanout(l->o.fanout, ci->nnodes, elastic, ci->addrs) };
 	if (elastic && !ci->rank_given)
 		l->plane.node_rank = -1;
 	if (elastic && !l->o.restart.max_restarts)
@@ -692,7 +704,8 @@ static int run(struct launch *l)
 	if (code == GO_ON)
 		code = make_log_dir(l);
 	if (code == GO_ON && fd_budget(l->ci.slots, l->ci.nnodes, l->ci.node_rank == 0 || l->ci.nnodes_min < l->ci.nnodes,
-				       l->o.log_dir != NULL, &l->nofile, l->err, sizeof(l->err)) < 0)
+				       relay_fanout(&l->ci, l->o.fanout), l->o.log_dir != NULL, &l->nofile, l->err,
+				       sizeof(l->err)) < 0)
 		code = fail(2, l->err);
 	if (code == GO_ON)
 		code = find_executables(l);

@@ -10,6 +10,7 @@
 
 #include "io.h"
 #include "metrics_http.h"
+#include "plane_tree.h"
 
 const char opt_usage[] =
 "Usage: slotrun [OPTIONS] [--] COMMAND [ARGS...]\n"
@@ -40,6 +41,8 @@ const char opt_usage[] =
 "                                                              [SLOTRUN_HEARTBEAT_TIMEOUT]\n"
 "  --secret-file PATH   the job secret is this file's first line [SLOTRUN_SECRET_FILE]\n"
 "                       (else SLOTRUN_JOB_SECRET; else derived, and so not secret)\n"
+"  --fanout F           past F nodes, every F-th node relays for the next F-1 (a tree;\n"
+"                       needs every node's address); 0: all join the chief (64) [SLOTRUN_FANOUT]\n"
 "Elastic jobs (--nnodes MIN:MAX: rounds re-formed on the nodes there are):\n"
 "  --settle-time S      the first round starts with MIN+ nodes once none came for S (10)\n"
 "                                                              [SLOTRUN_SETTLE_TIME]\n"
@@ -98,7 +101,7 @@ enum {
 	O_NO_WRAP, O_LOG_DIR, O_RANKS_FILTER, O_DRY_RUN, O_ERROR_FILE, O_BIND,
 	O_REPORT_BINDINGS, O_VERSION, O_CONTROL_PORT, O_JOIN_TIMEOUT, O_HB_TIMEOUT, O_SECRET_FILE,
 	O_MAX_RESTARTS, O_RESTART_DELAY, O_RESTART_ON, O_HANG_TIMEOUT,
-	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP, O_SETTLE_TIME, O_ADMIT, O_METRICS_PORT, O_METRICS_FILE,
+	O_MASTER_ADDR, O_NO_PYTHON, O_ON_HANGUP, O_SETTLE_TIME, O_ADMIT, O_FANOUT, O_METRICS_PORT, O_METRICS_FILE,
 	O_TIMELINE,
 	/* torchrun's spellings, told apart for messages */
 	O_NPROC_DASH, O_NPROC_UNDERSCORE, O_NODE_RANK_UNDERSCORE, O_MASTER_ADDR_UNDERSCORE,
@@ -138,6 +141,7 @@ static const struct option longopts[] = {
 	{ "on-hangup", required_argument, NULL, O_ON_HANGUP },
 	{ "settle-time", required_argument, NULL, O_SETTLE_TIME },
 	{ "admit", required_argument, NULL, O_ADMIT },
+	{ "fanout", required_argument, NULL, O_FANOUT },
 	{ "metrics-port", required_argument, NULL, O_METRICS_PORT },
 	{ "metrics-file", required_argument, NULL, O_METRICS_FILE },
 	{ "timeline", required_argument, NULL, O_TIMELINE },
@@ -208,7 +212,7 @@ static const char *flag_or_env(const char *flag, const char *flagname, const str
 /* Values given as text, flag or variable, read after all the flags. */
 struct raw {
 	const char *grace, *bind, *join, *hb, *port, *restarts, *delay, *restart_on, *hang, *hangup, *metrics;
-	const char *settle, *admit;
+	const char *settle, *admit, *fanout;
 };
 
 /* The booleans and paths that come from variables; flags override them. */
@@ -282,6 +286,7 @@ static bool own_flag(int c, struct options *o, struct raw *raw)
 	case O_ON_HANGUP: raw->hangup = optarg; break;
 	case O_SETTLE_TIME: raw->settle = optarg; break;
 	case O_ADMIT: raw->admit = optarg; break;
+	case O_FANOUT: raw->fanout = optarg; break;
 	case O_METRICS_PORT: raw->metrics = optarg; break;
 	case O_METRICS_FILE: o->metrics_file = optarg; break;
 	case O_TIMELINE: o->timeline = optarg; break;
@@ -375,6 +380,14 @@ static int read_values(const struct ci_env *env, struct options *o, const struct
 		snprintf(err, errlen, "%s '%s': expected auto, stop or ignore", what, v);
 		return -EINVAL;
 	}
+	if ((v = flag_or_env(raw->fanout, "--fanout", env, "SLOTRUN_FANOUT", &what))) {
+		if (io_parse_long(v, 0, OPT_MAX_FANOUT, &n) < 0 || n == 1) {
+			snprintf(err, errlen, "%s '%s': expected 0 (no relays) or a fan-out from 2 to %d", what, v,
+				 OPT_MAX_FANOUT);
+			return -EINVAL;
+		}
+		o->fanout = (int)n;
+	}
 	if ((v = flag_or_env(raw->admit, "--admit", env, "SLOTRUN_ADMIT", &what))) {
 		if (!strcmp(v, "now")) {
 			o->admit = PLANE_ADMIT_NOW;
@@ -422,7 +435,7 @@ int opt_parse(int argc, char **argv, const struct ci_env *env, struct options *o
 
 	*o = (struct options){ .grace = OPT_DEFAULT_GRACE, .bind = TOPO_BIND_AUTO,
 			       .join_timeout = OPT_DEFAULT_JOIN_TIMEOUT, .hb_timeout = OPT_DEFAULT_HB_TIMEOUT,
-			       .settle = OPT_DEFAULT_SETTLE };
+			       .settle = OPT_DEFAULT_SETTLE, .fanout = PLANE_DEFAULT_FANOUT };
 	restart_init(&o->restart);
 	if (from_env(env, o, err, errlen) < 0)
 		return -EINVAL;

@@ -18,6 +18,8 @@
 #define OPT_DEFAULT_JOIN_TIMEOUT 300.0
 #define OPT_DEFAULT_HB_TIMEOUT 5.0
 #define OPT_DEFAULT_SETTLE 10.0
+/* --fanout's largest: a relay holds a connection per node of its group. */
+#define OPT_MAX_FANOUT 4096
 /* What runs a COMMAND ending in .py (found on PATH), unless --no-python. */
 #define OPT_PYTHON "python3"
 
@@ -42,6 +44,7 @@ struct options {
 	double hb_timeout;         /* seconds of silence before a node is lost */
 	double settle;             /* elastic: seconds without a new node before a first round below MAX */
 	enum plane_admit admit;    /* elastic: a node that arrives mid-round re-forms the job now, or not */
+	int fanout;                /* the relay tree's fan-out asked for (plane_tree.h), 0: a star */
 	const char *secret_file;   /* or NULL */
 	enum session_mode on_hangup;  /* whether the end of the session that started us stops the job */
 	struct restart_policy restart;

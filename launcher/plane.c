@@ -14,6 +14,8 @@
 #include "plane_int.h"
 #include "plane_member.h"
 #include "plane_query.h"
+#include "plane_relay.h"
+#include "plane_tree.h"
 
 #include <sodium.h>
 
@@ -88,6 +90,12 @@ int plane_open(struct plane **pp, struct event_base *base, const struct plane_cf
 		p->chief = false;
 		p->side = &plane_member_side;
 		r = -EAGAIN;
+	}
+	if (r == -EAGAIN && !plane_elastic(cfg)) { /* the relay tree (plane_tree.h) */
+		p->up = plane_tree_up(cfg->fanout, cfg->node_rank);
+		r = plane_tree_relays(cfg->fanout, cfg->nnodes, cfg->node_rank) ? plane_relay_open(p, err, errlen) :
+										    -EAGAIN;
+		r = r == 0 ? -EAGAIN : r;
 	}
 	if (r == -EAGAIN)
 		r = plane_member_open(p, err, errlen);

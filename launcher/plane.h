@@ -66,6 +66,8 @@ struct plane_cfg {
 	const char *secret;
 	const struct restart_policy *restart;  /* the chief's decides; NULL: none */
 	int max_restarts;           /* checked alike on every node */
+	int fanout;                 /* the relay tree's (plane_tree_fanout), 0: a star;
+				     * checked alike on every node */
 };
 
 struct plane_hooks {

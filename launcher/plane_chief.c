@@ -14,19 +14,28 @@
 #include "plane_conn.h"
 #include "plane_elastic.h"
 #include "plane_query.h"
+#include "plane_relay.h"
+#include "plane_tree.h"
+#include "plane_tunnel.h"
 #include "sock.h"
 
 /* Said at most this many times: a port scan must not flood stderr. */
 #define MAX_STRANGER_LINES 5
 
-/* Encoded once; each connection seals its own copy (its key, its count). */
+/* Encoded once; each connection seals its own copy (its key, its count).
+ * The nodes behind relays first, in one PLANE_FWD per relay: a relay that
+ * hears its own END after its nodes' has passed theirs on before it
+ * ends. */
 void plane_chief_broadcast(struct plane *p, const struct plane_msg *m, int except)
 {
 	unsigned char frame[4 + PLANE_MAX_FRAME];
 	int n = plane_encode(m, frame, sizeof(frame));
 
-	for (int k = 1; n > 0 && k < p->nnodes; k++)
-		if (k != except && p->by_node[k])
+	if (n <= 0)
+		return;
+	plane_tunnel_broadcast(p, frame, (size_t)n, except);
+	for (int k = 1; k < p->nnodes; k++)
+		if (k != except && p->by_node[k] && !p->by_node[k]->virt)
 			plane_conn_queue(p->by_node[k], frame, (size_t)n);
 }
 
@@ -67,8 +76,11 @@ static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *e
 	snprintf(m.text, sizeof(m.text), "%s", a->text);
 	if (a->first)
 		plane_say(p, "%s", a->text);
+	/* the nodes behind relays first (pass 0): a relay told its own
+	 * ABORT ends, and passes on nothing after it */
+	for (int pass = 0; pass < 2; pass++)
 	for (struct conn *c = p->conns; c; c = c->next) {
-		if (c->told)
+		if (c->told || c->virt != (pass == 0))
 			continue;
 		if (c->authed || c == extra) {
 			c->told = true;
@@ -270,7 +282,8 @@ static void other_secret(struct conn *c, const struct plane_msg *m)
 	if (a.held) {
 		/* bounded by the node count, not by the strangers' cap */
 		c->node = k;
-		pending_over(p);
+		if (!c->virt)
+			pending_over(p);
 	} else {
 		bool say = p->strangers_said++ < MAX_STRANGER_LINES;
 
@@ -287,12 +300,12 @@ static void other_secret(struct conn *c, const struct plane_msg *m)
 }
 
 /* A JOIN on a connection that has not proved the secret yet. */
+static void admit(struct conn *c, const struct plane_msg *m);
+
 static void join(struct conn *c, const unsigned char *frame, size_t len, const struct plane_msg *m)
 {
 	struct plane *p = c->p;
 	struct plane_msg welcome = { .type = PLANE_WELCOME };
-	struct plane_acts a;
-	int other;
 
 	if (!plane_check_join(p->cfg->secret, c->nonce, frame, len, m)) {
 		other_secret(c, m);
@@ -305,6 +318,17 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 	plane_welcome_mac(p->cfg->secret, m->nonce, c->nonce, welcome.mac);
 	plane_conn_send(c, &welcome);
 	c->sealed_out = true;
+	admit(c, m);
+}
+
+/* A node proved the secret (to us, or to its relay): the coordinator
+ * decides whether it is in. */
+static void admit(struct conn *c, const struct plane_msg *m)
+{
+	struct plane *p = c->p;
+	struct plane_acts a;
+	int other;
+
 	if (p->el) {
 		plane_elastic_join(c, m);
 		return;
@@ -318,8 +342,8 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 
 		snprintf(told.text, sizeof(told.text), "%s", a.text);
 		plane_say(p, "%s", a.text);
-		plane_conn_send(c, &told);
 		c->closing = true;
+		plane_conn_send(c, &told);
 		return;
 	}
 	if (!a.abort) {
@@ -328,6 +352,22 @@ static void join(struct conn *c, const unsigned char *frame, size_t len, const s
 		plane_learn_host(p, c->node, m->join.host[0] ? m->join.host : c->peer);
 	}
 	apply(p, &a, c);
+}
+
+void plane_chief_joined_via(struct conn *c, const unsigned char *frame, size_t len, bool proved)
+{
+	struct plane_msg m;
+
+	if (plane_decode(frame, len, &m) < 0 || m.type != PLANE_JOIN) {
+		plane_conn_drop(c);
+		return;
+	}
+	if (!proved) {
+		other_secret(c, &m);
+		return;
+	}
+	c->authed = true;
+	admit(c, &m);
 }
 
 static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
@@ -355,6 +395,12 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 	if (c->closing) /* refused or told: it only waits for its last word */
 		return;
 	switch (m.type) { /* seeing inside: any node of the job, in any phase */
+	case PLANE_FWD: /* a relay's: a node behind it */
+	case PLANE_GONE:
+		if (c->virt)
+			break;
+		plane_tunnel_in(c, &m);
+		return;
 	case PLANE_QUERY:
 		plane_query_asked(c, &m);
 		return;
@@ -408,13 +454,32 @@ static void on_dropped(struct conn *c)
 {
 	struct plane *p = c->p;
 
-	if (!c->authed && c->node < 0)
+	if (!c->authed && c->node < 0 && !c->virt)
 		pending_over(p);
 	if (c->node >= 0 && c->node < p->cfg->nnodes && p->by_node[c->node] == c)
 		p->by_node[c->node] = NULL;
+	plane_tunnel_relay_dropped(c);
 	if (p->el)
 		plane_elastic_dropped(c);
 	plane_query_dropped(c);
+}
+
+/* A relay was lost: the nodes behind it are lost with it (after it: the
+ * relay is the root cause). */
+static void orphans_lost(struct conn *r)
+{
+	struct plane *p = r->p;
+	char why[PLANE_TEXT_MAX];
+
+	if (!r->tun || !r->tun->norphans)
+		return;
+	snprintf(why, sizeof(why), "its relay, node %d (%s), was lost", r->node, plane_host(p, r->node));
+	for (int i = 0; i < r->tun->norphans && !p->ended; i++) {
+		struct plane_acts a = plane_coord_lost(&p->coord, r->tun->orphans[i], why);
+
+		apply(p, &a, NULL);
+	}
+	r->tun->norphans = 0;
 }
 
 static void on_lost(struct conn *c, const char *why)
@@ -431,6 +496,7 @@ static void on_lost(struct conn *c, const char *why)
 		return;
 	a = plane_coord_lost(&c->p->coord, c->node, why);
 	apply(c->p, &a, NULL);
+	orphans_lost(c);
 }
 
 static void on_connected(struct conn *c, int err)
@@ -492,6 +558,8 @@ static int challenge(struct plane *p, int fd, const struct sockaddr *sa)
 		close(fd);
 		return -ENOMEM;
 	}
+	if (!p->chief) /* a relay's: a node of its group */
+		c->side = &plane_relay_side;
 	p->npending++;
 	auth_nonce(c->nonce);
 	event_add(c->ev_read, NULL);
@@ -585,7 +653,8 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 					    .world_size = cfg->world_size, .version = SLOTRUN_VERSION,
 					    .addrs = p->hosts, .join_timeout = cfg->join_timeout,
 					    .restart = cfg->restart, .max_restarts = cfg->max_restarts,
-					    .hb_timeout_ms = plane_hb_ms(cfg->hb_timeout) };
+					    .hb_timeout_ms = plane_hb_ms(cfg->hb_timeout),
+					    .fanout = cfg->fanout };
 	p->by_node = calloc((size_t)cfg->nnodes, sizeof(*p->by_node));
 	p->where = calloc((size_t)cfg->nnodes, sizeof(*p->where));
 	if (!p->by_node || !p->where ||
@@ -594,21 +663,34 @@ int plane_chief_open(struct plane *p, char *err, size_t errlen)
 		return -ENOMEM;
 	}
 	p->rank = 0;
-	r = listen_on_port(p, err, errlen);
+	r = plane_chief_listen(p, err, errlen);
 	if (r < 0)
 		return r;
-	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
 	p->ev_join = evtimer_new(p->base, on_join_timeout, p);
 	p->ev_restart = evtimer_new(p->base, on_restart_due, p);
-	p->ev_accept_again = evtimer_new(p->base, on_accept_again, p);
-	if (!p->ev_accept || !p->ev_join || !p->ev_restart || !p->ev_accept_again) {
+	if (!p->ev_join || !p->ev_restart) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (int k = 0; k < cfg->nnodes; k++)
 		p->where[k].n = -1;
-	event_add(p->ev_accept, NULL);
 	evtimer_add(p->ev_join, &tv);
+	return 0;
+}
+
+int plane_chief_listen(struct plane *p, char *err, size_t errlen)
+{
+	int r = listen_on_port(p, err, errlen);
+
+	if (r < 0)
+		return r;
+	p->ev_accept = event_new(p->base, p->lfd, EV_READ | EV_PERSIST, on_accept, p);
+	p->ev_accept_again = evtimer_new(p->base, on_accept_again, p);
+	if (!p->ev_accept || !p->ev_accept_again) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	event_add(p->ev_accept, NULL);
 	return 0;
 }
 

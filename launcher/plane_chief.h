@@ -18,6 +18,16 @@ extern const struct plane_side plane_chief_side;
  * program holds the port). */
 int plane_chief_open(struct plane *p, char *err, size_t errlen);
 
+/* Listens on the control port and accepts there, as the chief does (a
+ * relay for its group's nodes too: plane_relay.c).  0, or a negative errno
+ * with a one-line reason in err. */
+int plane_chief_listen(struct plane *p, char *err, size_t errlen);
+
+/* A node's JOIN came through a relay, on the virtual connection c
+ * (plane_tunnel.c): proved, it joins as on a connection of the chief's
+ * own; else it is another secret's, or a forgery. */
+void plane_chief_joined_via(struct conn *c, const unsigned char *frame, size_t len, bool proved);
+
 
 
 /* Elastic: this node takes over as the chief of the job whose chief was

@@ -12,12 +12,23 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "plane_tunnel.h"
 #include "sock.h"
 
-/* A peer that stops reading gets this much queued before it counts as lost. */
+/* A peer that stops reading gets this much queued before it counts as lost
+ * (a relay's connection: for each node behind it). */
 #define OUT_MAX (1 << 20)
-/* A read takes up to this much, or the rest of a larger frame under way. */
+#define OUT_MAX_BATCH (64 << 20)
+/* A read takes up to this much, or the rest of a larger frame under way;
+ * a connection that carries many nodes' frames (batch) takes more. */
 #define IN_CHUNK 1024
+#define IN_CHUNK_BATCH 65536
+
+/* The side that handles c: its own, or the plane's. */
+static const struct plane_side *side_of(const struct conn *c)
+{
+	return c->side ? c->side : c->p->side;
+}
 
 static void on_read(evutil_socket_t fd, short what, void *arg);
 static void on_write(evutil_socket_t fd, short what, void *arg);
@@ -48,30 +59,71 @@ struct conn *plane_conn_new(struct plane *p, int fd, const char *peer)
 	return c;
 }
 
+struct conn *plane_conn_new_virtual(struct plane *p, struct conn *via, uint32_t tid, const char *peer)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	*c = (struct conn){ .p = p, .fd = -1, .node = -1, .virt = true, .via = via, .tid = tid };
+	c->born = c->last_rx = c->last_tx = clock_mono();
+	snprintf(c->peer, sizeof(c->peer), "%s", peer);
+	c->next = p->conns;
+	p->conns = c;
+	return c;
+}
+
+static void unlink_conn(struct conn *c)
+{
+	for (struct conn **pp = &c->p->conns; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+}
+
+/* A node behind a relay: the relay closes its connection (unless the
+ * relay's is gone). */
+static void drop_virtual(struct conn *c)
+{
+	struct plane *p = c->p;
+
+	unlink_conn(c);
+	side_of(c)->dropped(c);
+	plane_tunnel_dropped(c);
+	c->via = NULL;
+	c->next = p->dead;
+	p->dead = c;
+}
+
 void plane_conn_drop(struct conn *c)
 {
 	struct plane *p = c->p;
 
+	if (c->virt) {
+		if (c->via)
+			drop_virtual(c);
+		return;
+	}
 	if (c->fd < 0)
 		return;
 	event_del(c->ev_read);
 	event_del(c->ev_write);
 	close(c->fd);
 	c->fd = -1;
-	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	p->side->dropped(c);
+	unlink_conn(c);
+	side_of(c)->dropped(c);
 	c->next = p->dead;
 	p->dead = c;
 }
 
 static void conn_free(struct conn *c)
 {
-	event_free(c->ev_read);
-	event_free(c->ev_write);
+	if (c->ev_read)
+		event_free(c->ev_read);
+	if (c->ev_write)
+		event_free(c->ev_write);
+	plane_tunnel_free(c);
 	free(c->in);
 	free(c->out);
 	free(c);
@@ -90,7 +142,7 @@ void plane_conn_lost(struct conn *c, const char *why)
 {
 	plane_conn_drop(c);
 	if (!c->p->ended)
-		c->p->side->lost(c, why);
+		side_of(c)->lost(c, why);
 }
 
 void plane_conn_abandon(struct conn *c)
@@ -101,12 +153,8 @@ void plane_conn_abandon(struct conn *c)
 		return;
 	event_del(c->ev_read);
 	event_del(c->ev_write);
-	for (struct conn **pp = &p->conns; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	p->side->dropped(c);
+	unlink_conn(c);
+	side_of(c)->dropped(c);
 	c->next = p->abandoned;
 	p->abandoned = c;
 }
@@ -183,6 +231,11 @@ void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 {
 	unsigned char sealed[4 + PLANE_MAX_FRAME];
 
+	if (c->virt) {
+		if (c->via)
+			plane_tunnel_send(c, frame, n);
+		return;
+	}
 	if (c->fd < 0)
 		return;
 	if (c->sealed_out) {
@@ -196,7 +249,7 @@ void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 		frame = sealed;
 		n = (size_t)len;
 	}
-	if (c->out_len - c->out_off + n > OUT_MAX) {
+	if (c->out_len - c->out_off + n > (c->batch ? OUT_MAX_BATCH : OUT_MAX)) {
 		plane_conn_lost(c, "it stopped reading");
 		return;
 	}
@@ -207,7 +260,22 @@ void plane_conn_queue(struct conn *c, const unsigned char *frame, size_t n)
 	memcpy(c->out + c->out_len, frame, n);
 	c->out_len += n;
 	c->last_tx = clock_mono();
-	if (!c->connecting)
+	if (c->connecting)
+		return;
+	if (c->batch) /* the rest of this pass's frames join it: one write */
+		event_active(c->ev_write, EV_WRITE, 1);
+	else
+		conn_flush(c);
+}
+
+void plane_conn_close_soon(struct conn *c)
+{
+	if (c->virt) {
+		plane_conn_drop(c);
+		return;
+	}
+	c->closing = true;
+	if (c->fd >= 0 && !c->connecting && !c->draining)
 		conn_flush(c);
 }
 
@@ -234,7 +302,7 @@ static void on_connected(struct conn *c)
 		event_del(c->ev_write);
 		event_add(c->ev_read, NULL);
 	}
-	c->p->side->connected(c, e);
+	side_of(c)->connected(c, e);
 }
 
 static void on_write(evutil_socket_t fd, short what, void *arg)
@@ -270,9 +338,9 @@ static void take_frames(struct conn *c)
 						"replayed or reordered)");
 				return;
 			}
-			c->p->side->frame(c, c->in, (size_t)plain);
+			side_of(c)->frame(c, c->in, (size_t)plain);
 		} else {
-			c->p->side->frame(c, c->in, (size_t)len);
+			side_of(c)->frame(c, c->in, (size_t)len);
 		}
 		if (c->fd < 0)
 			return;
@@ -286,10 +354,11 @@ static void take_frames(struct conn *c)
 static int in_room(struct conn *c)
 {
 	long size = plane_frame_size(c->in, c->in_len);
-	size_t want = size > 0 && (size_t)size > c->in_len + IN_CHUNK ? (size_t)size : c->in_len + IN_CHUNK;
+	size_t chunk = c->batch ? IN_CHUNK_BATCH : IN_CHUNK;
+	size_t want = size > 0 && (size_t)size > c->in_len + chunk ? (size_t)size : c->in_len + chunk;
 	unsigned char *b;
 
-	if (c->in_cap - c->in_len >= IN_CHUNK || (size > 0 && c->in_cap >= (size_t)size))
+	if (c->in_cap - c->in_len >= chunk || (size > 0 && c->in_cap >= (size_t)size))
 		return 0;
 	b = realloc(c->in, want);
 	if (!b)
@@ -378,6 +447,8 @@ static void on_read(evutil_socket_t fd, short what, void *arg)
  * per node. */
 static bool waits_for_verdict(const struct conn *c)
 {
+	if (c->side) /* a relay's: until the chief's verdict comes through it */
+		return c->held;
 	return c->p->chief ? c->node >= 0 : c->p->mstate == M_REFUSED;
 }
 
@@ -402,7 +473,7 @@ static void silent_lost(struct conn *c, const char *why)
 
 	if (!p->chief && plane_elastic(p->cfg) && p->ever_started) {
 		plane_conn_abandon(c);
-		p->side->lost(c, why);
+		side_of(c)->lost(c, why);
 	} else {
 		plane_conn_lost(c, why);
 	}

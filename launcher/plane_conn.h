@@ -31,7 +31,22 @@ struct conn {
 	bool sealed_out;          /* what we send is sealed (plane_seal) */
 	bool sealed_in;           /* what we receive must be */
 	struct plane_seal seal;
-	int node;                 /* chief: the node it joined as, or -1 */
+	int node;                 /* chief: the node it joined as, or -1; a relay: the node
+				   * its JOIN claimed */
+	/* Its own side (a relay's connection to a node of its group:
+	 * plane_relay.c), or NULL: the plane's. */
+	const struct plane_side *side;
+	/* The chief's view of a node behind a relay (plane_tunnel.c): no
+	 * socket (fd -1); what is sent to it travels on via, its relay's
+	 * connection, as PLANE_FWD with tid, the relay's id of the node's
+	 * connection.  via is NULL once it is dropped. */
+	bool virt;
+	struct conn *via;
+	uint32_t tid;             /* also on a relay: the id it gave this connection */
+	struct plane_tunnels *tun;  /* chief: a relay's connection: the nodes behind it */
+	bool held;                /* relay: its JOIN failed the MAC: it waits for the chief's verdict */
+	bool batch;               /* carries many nodes' frames (a relay's and its chief's): what
+				   * is queued goes out once per pass of the loop, in one write */
 	double born, last_rx, last_tx;
 	unsigned char nonce[AUTH_NONCE_LEN];       /* the one we sent */
 	unsigned char peer_nonce[AUTH_NONCE_LEN];  /* node: the chief's, until WELCOME */
@@ -55,6 +70,20 @@ struct conn *plane_conn_new(struct plane *p, int fd, const char *peer);
  * next tick, since the caller may still be inside one of its callbacks.
  * Again is fine. */
 void plane_conn_drop(struct conn *c);
+
+/* A node behind a relay, on the chief: see struct conn's virt.  NULL when
+ * out of memory. */
+struct conn *plane_conn_new_virtual(struct plane *p, struct conn *via, uint32_t tid, const char *peer);
+
+/* Whether c is still open (a socket, or a relay's that carries it). */
+static inline bool plane_conn_open(const struct conn *c)
+{
+	return c->fd >= 0 || c->via;
+}
+
+/* Ends c once what is queued is written: our side is shut, then it is read
+ * until the peer closes. */
+void plane_conn_close_soon(struct conn *c);
 
 /* Drops c and, unless the job has ended, tells the side it is lost. */
 void plane_conn_lost(struct conn *c, const char *why);

@@ -261,6 +261,12 @@ struct plane_acts plane_coord_join(struct plane_coord *c, const struct plane_joi
 		return abort_with(c, 2, "node %d (%s) says --heartbeat-timeout %g, node 0 was told %g", k,
 				  j->host, j->hb_timeout_ms / 1000.0, g->hb_timeout_ms / 1000.0);
 	}
+	if (j->fanout != g->fanout) {
+		set_st(c, k, PLANE_N_TOLD);
+		return abort_with(c, 2, "node %d (%s) joins a relay tree of fan-out %d, node 0 one of %d (0: a "
+				  "star): give every node the same --fanout and the same node addresses", k,
+				  j->host, j->fanout, g->fanout);
+	}
 	set_st(c, k, PLANE_N_JOINED);
 	++c->joined;
 	if (secret_verdict(c, false, &none))

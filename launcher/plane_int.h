@@ -51,6 +51,9 @@ struct plane {
 	unsigned char id[PLANE_ID_LEN];   /* this slotrun's (plane_join) */
 	int nnodes, rank;         /* the current round's node count and our rank in it
 				   * (a fixed-size job's: cfg's) */
+	int up;                   /* the node this one joins: 0, the chief, or its relay
+				   * (plane_tree.h) */
+	struct plane_relay *relay;  /* this node relays for its group (plane_relay.c), or NULL */
 	struct plane_round_info round;  /* the last round this node started (round 0: none) */
 	struct event *ev_tick;
 	bool tick_quiet;             /* ev_tick put off by the chief's heartbeats (plane_conn.c) */
@@ -126,6 +129,12 @@ static inline void plane_say(const struct plane *p, const char *fmt, ...)
 static inline const char *plane_host(const struct plane *p, int node)
 {
 	return node >= 0 && node < p->nnodes ? p->hosts[node] : CI_ADDR_UNKNOWN;
+}
+
+/* What this node joins, for messages: the chief, or its relay. */
+static inline const char *plane_up_what(const struct plane *p)
+{
+	return p->up ? "this node's relay" : "the chief";
 }
 
 /* A node whose address no source named is called by the one it joined

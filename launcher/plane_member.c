@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "plane_conn.h"
 #include "plane_query.h"
+#include "plane_relay.h"
 #include "plane_round.h"
 #include "plane_seek.h"
 #include "quote.h"
@@ -28,7 +29,8 @@ static void send_join(struct conn *c, const struct plane_msg *m)
 	struct plane_join j = { .node_rank = g->node_rank, .nnodes = g->nnodes, .slots = g->slots,
 				.world_size = g->world_size, .max_restarts = g->max_restarts,
 				.hb_timeout_ms = plane_hb_ms(g->hb_timeout), .nnodes_min = g->nnodes_min,
-				.settle_ms = plane_hb_ms(g->settle), .admit = g->admit };
+				.settle_ms = plane_hb_ms(g->settle), .admit = g->admit,
+				.fanout = g->fanout };
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char mine[64] = "";
@@ -106,13 +108,14 @@ static void check_welcome(struct conn *c, const struct plane_msg *m)
 		return;
 	}
 	if (m->type != PLANE_WELCOME || !plane_check_welcome(g->secret, c->nonce, c->peer_nonce, m->mac)) {
-		plane_say(p, "the listener at %s:%d did not prove it holds the job secret: is it this job's chief?",
-			  plane_host(p, 0), g->control_port);
+		plane_say(p, "the listener at %s:%d did not prove it holds the job secret: is it this job's %s?",
+			  plane_host(p, p->up), g->control_port, p->up ? "relay for this node" : "chief");
 		plane_end_job(p, 2, NULL);
 		return;
 	}
 	c->authed = true;
 	c->sealed_in = true;
+	plane_relay_up(p);
 	plane_seek_found(p);
 	if (plane_seek_failover(p)) {
 		/* the new chief starts the next round once our workers of the
@@ -152,6 +155,8 @@ static void start_round(struct plane *p, const struct plane_round_info *ri)
 }
 
 /* What the chief says once both sides are proved. */
+static void upstream_gone(struct plane *p, const struct plane_cause *cause, bool chief_dead);
+
 static void obey(struct conn *c, struct plane_msg *m)
 {
 	struct plane *p = c->p;
@@ -189,8 +194,9 @@ static void obey(struct conn *c, struct plane_msg *m)
 			plane_conn_lost(c, "it sent a malformed message");
 			return;
 		}
-		/* the chief itself stopped: its silence is not counted */
-		if (m->type == PLANE_RESUME || m->node == 0)
+		/* the chief itself (or our relay) stopped: its silence is
+		 * not counted */
+		if (m->type == PLANE_RESUME || m->node == 0 || m->node == p->up)
 			plane_conn_pause(c, m->type == PLANE_PAUSE);
 		if (m->type == PLANE_RESUME)
 			plane_resume_here(p, m->node);
@@ -216,9 +222,24 @@ static void obey(struct conn *c, struct plane_msg *m)
 	case PLANE_PART:
 		plane_query_piece(c, m);
 		return;
+	case PLANE_FWD: /* the chief's, for a node behind us */
+		if (!p->relay)
+			break;
+		plane_relay_down(p, m);
+		return;
+	case PLANE_GONE: /* the chief's, to a relay: close that node's connection */
+		if (p->relay) {
+			plane_relay_down(p, m);
+			return;
+		}
+		if (!p->up) /* our relay's: it lost the chief */
+			break;
+		upstream_gone(p, &m->cause, false);
+		return;
 	default:
-		plane_conn_lost(c, "it sent a message out of turn");
+		break;
 	}
+	plane_conn_lost(c, "it sent a message out of turn");
 }
 
 static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
@@ -235,17 +256,18 @@ static void on_frame(struct conn *c, const unsigned char *frame, size_t len)
 		obey(c, &m);
 }
 
-/* The chief is gone: stop our workers on our own; the job's status is ours
- * to decide once they are reaped. */
-static void chief_gone(struct plane *p, const char *why, bool chief_dead)
+/* What this node joined (the chief, or its relay) is gone, for cause:
+ * stop our workers on our own; the job's status is ours to decide once
+ * they are reaped.  A relay's nodes hear the cause from it. */
+static void upstream_gone(struct plane *p, const struct plane_cause *cause, bool chief_dead)
 {
-	if (p->self_stalled) /* the chief gave us up for our stall, said already */
-		return;
+	const char *why = cause->text;
 	char line[PLANE_TEXT_MAX];
 
-	p->chief_lost = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = 0 };
-	snprintf(p->chief_lost.host, sizeof(p->chief_lost.host), "%s", plane_host(p, 0));
-	snprintf(p->chief_lost.text, sizeof(p->chief_lost.text), "%s", why);
+	if (p->self_stalled) /* the chief gave us up for our stall, said already */
+		return;
+	p->chief_lost = *cause;
+	plane_relay_upstream_lost(p, &p->chief_lost);
 	plane_cause_line(&p->chief_lost, line, sizeof(line));
 	if (!p->ever_started) {
 		plane_say(p, "%s before the job started", line);
@@ -267,6 +289,16 @@ static void chief_gone(struct plane *p, const char *why, bool chief_dead)
 	}
 	if (p->local_done)
 		plane_end_job(p, plane_cause_code(&p->chief_lost), &p->chief_lost);
+}
+
+/* The chief (or our relay) is lost for why. */
+static void chief_gone(struct plane *p, const char *why, bool chief_dead)
+{
+	struct plane_cause cause = { .kind = PLANE_CAUSE_LOST, .node = p->up };
+
+	snprintf(cause.host, sizeof(cause.host), "%s", plane_host(p, p->up));
+	snprintf(cause.text, sizeof(cause.text), "%s", why);
+	upstream_gone(p, &cause, chief_dead);
 }
 
 /* Whether what c received before our JOIN can still be a slotrun's CHAL:
@@ -315,8 +347,9 @@ static void not_slotrun(struct conn *c)
 	char shown[QUOTE_SIZE(SHOWN_BYTES)];
 
 	show_received(c, shown, sizeof(shown));
-	plane_say(c->p, "the chief's control port %s:%d answered with something that is not slotrun (it sent \"%s\"): "
-		  "is --control-port (or --master-port) the chief's, and free there?", plane_host(c->p, 0),
+	plane_say(c->p, "%s control port %s:%d answered with something that is not slotrun (it sent \"%s\"): "
+		  "is --control-port (or --master-port) the chief's, and free there?",
+		  c->p->up ? "this node's relay's" : "the chief's", plane_host(c->p, c->p->up),
 		  c->p->cfg->control_port, shown);
 	plane_end_job(c->p, 2, NULL);
 }
@@ -424,6 +457,7 @@ static bool chief_there(const struct plane *p)
 
 void plane_member_local_pause(struct plane *p, int sig)
 {
+	plane_relay_pause(p, sig);
 	if (chief_there(p))
 		plane_conn_send(p->chief_conn, &(struct plane_msg){ .type = PLANE_PAUSE_REQ, .sig = sig });
 }
@@ -453,5 +487,6 @@ void plane_member_local_done(struct plane *p, int code)
 
 void plane_member_close(struct plane *p)
 {
+	plane_relay_close(p);
 	plane_seek_close(p);
 }

@@ -79,6 +79,7 @@ static void put_join(struct wbuf *w, const struct plane_join *j)
 	put_bytes(w, j->id, PLANE_ID_LEN);
 	put_i32(w, j->round);
 	put_i32(w, j->restarts);
+	put_i32(w, j->fanout);
 	if (j->has_id)
 		put_bytes(w, j->secret_id, AUTH_MAC_LEN);
 }
@@ -122,10 +123,41 @@ static void put_cause(struct wbuf *w, const struct plane_cause *c)
 	put_str(w, c->culprit_host, sizeof(c->culprit_host));
 }
 
+static void put_fwd(struct wbuf *w, const struct plane_fwd *f)
+{
+	put_u64(w, f->id, 4);
+	put_u64(w, f->except, 4);
+	put_u8(w, f->flags);
+	put_str(w, f->peer, sizeof(f->peer));
+	put_bytes(w, f->frame, f->len);
+}
+
+/* The frame's length field, once its body is written. */
+static int put_frame_len(struct wbuf *w)
+{
+	size_t body = w->len - 4;
+
+	/* room for the tag: every frame may be sealed */
+	if (w->over || body > PLANE_MAX_FRAME - AUTH_TAG_LEN)
+		return -EMSGSIZE;
+	for (int i = 0; i < 4; i++)
+		w->p[i] = (unsigned char)(body >> (8 * (3 - i)));
+	return (int)w->len;
+}
+
+int plane_encode_fwd(const struct plane_fwd *f, unsigned char *buf, size_t cap)
+{
+	struct wbuf w = { .p = buf, .cap = cap };
+
+	put_u64(&w, 0, 4);
+	put_u8(&w, PLANE_FWD);
+	put_fwd(&w, f);
+	return put_frame_len(&w);
+}
+
 int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 {
 	struct wbuf w = { .p = buf, .cap = cap };
-	size_t body;
 
 	put_u64(&w, 0, 4); /* the length, filled in below */
 	put_u8(&w, m->type);
@@ -181,6 +213,14 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 	case PLANE_EVENT:
 		put_str(&w, m->data, sizeof(m->data));
 		break;
+	case PLANE_FWD:
+		put_fwd(&w, &m->fwd);
+		break;
+	case PLANE_GONE:
+		put_u64(&w, m->fwd.id, 4);
+		put_u8(&w, m->fwd.flags);
+		put_cause(&w, &m->cause);
+		break;
 	case PLANE_STOP:
 		put_i32(&w, m->sig);
 		put_i32(&w, m->node);
@@ -212,13 +252,7 @@ int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap)
 	default:
 		return -EINVAL;
 	}
-	body = w.len - 4;
-	/* room for the tag: every frame may be sealed */
-	if (w.over || body > PLANE_MAX_FRAME - AUTH_TAG_LEN)
-		return -EMSGSIZE;
-	for (int i = 0; i < 4; i++)
-		buf[i] = (unsigned char)(body >> (8 * (3 - i)));
-	return (int)w.len;
+	return put_frame_len(&w);
 }
 
 /* ---- Decoding ---- */
@@ -306,6 +340,9 @@ static void get_join(struct rbuf *r, struct plane_join *j)
 	get_bytes(r, j->id, PLANE_ID_LEN);
 	j->round = get_i32(r);
 	j->restarts = get_i32(r);
+	j->fanout = get_i32(r);
+	if (j->fanout < 0)
+		r->bad = true;
 	/* the id ends the frame (a JOIN is decoded to its end) */
 	j->has_id = !r->bad && r->off < r->len;
 	if (j->has_id)
@@ -447,6 +484,27 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 	case PLANE_EVENT:
 		get_str(r, m->data, sizeof(m->data));
 		return 0;
+	case PLANE_FWD:
+		m->fwd.id = (uint32_t)get_u64(r, 4);
+		m->fwd.except = (uint32_t)get_u64(r, 4);
+		m->fwd.flags = (unsigned)get_u64(r, 1);
+		get_str(r, m->fwd.peer, sizeof(m->fwd.peer));
+		if (r->bad)
+			return 0;
+		/* the rest is one whole frame, of any type but these two */
+		m->fwd.frame = r->p + r->off;
+		m->fwd.len = r->len - r->off;
+		r->off = r->len;
+		if (plane_frame_len(m->fwd.frame, m->fwd.len) != (long)m->fwd.len ||
+		    m->fwd.frame[4] == PLANE_FWD || m->fwd.frame[4] == PLANE_GONE || m->fwd.frame[4] == 0 ||
+		    m->fwd.frame[4] > PLANE_TYPE_LAST)
+			return -EPROTO;
+		return m->fwd.flags & ~(PLANE_FWD_PROVED | PLANE_FWD_CLOSE) ? -EPROTO : 0;
+	case PLANE_GONE:
+		m->fwd.id = (uint32_t)get_u64(r, 4);
+		m->fwd.flags = (unsigned)get_u64(r, 1);
+		get_cause(r, &m->cause);
+		return m->fwd.flags & ~PLANE_FWD_HOST_GONE ? -EPROTO : 0;
 	case PLANE_STOP:
 		m->sig = get_i32(r);
 		m->node = get_i32(r);

@@ -79,7 +79,29 @@ enum plane_type {
 	PLANE_PART,       /* either way: id, more, data: a piece of a document (a node's
 			   * part for ASK, the job's whole status for QUERY) */
 	PLANE_EVENT,      /* node -> chief: data: one event for the chief's --timeline */
-	PLANE_TYPE_LAST = PLANE_EVENT
+	PLANE_FWD,        /* relay <-> chief: fwd: a frame of a node behind the relay, on the
+			   * relay's connection id (docs/job-plane.md, "The tree") */
+	PLANE_GONE,       /* relay -> chief: fwd.id, cause.text: that node's connection was
+			   * lost (fwd.flags PLANE_FWD_HOST_GONE: its host closed it);
+			   * chief -> relay: close connection fwd.id; relay -> node: cause:
+			   * the relay lost the chief, and the job with it */
+	PLANE_TYPE_LAST = PLANE_GONE
+};
+
+/* PLANE_FWD's id for "every node behind the relay" (but fwd.except). */
+#define PLANE_FWD_ALL 0xffffffffu
+/* PLANE_FWD's flags. */
+#define PLANE_FWD_PROVED 1u     /* relay -> chief, a JOIN: its MAC proved the secret to the relay */
+#define PLANE_FWD_CLOSE 2u      /* chief -> relay: close the connection once this is sent */
+#define PLANE_FWD_HOST_GONE 4u  /* GONE, relay -> chief: the node's host closed the connection */
+/* What a PLANE_FWD carries: the frame (plain, with its header) points
+ * into the decoded buffer, valid while it is. */
+struct plane_fwd {
+	uint32_t id, except;       /* the relay's connection (PLANE_FWD_ALL: each but except) */
+	unsigned flags;            /* PLANE_FWD_* */
+	char peer[64];             /* relay -> chief, with a JOIN: the address it came from */
+	const unsigned char *frame;
+	size_t len;
 };
 
 /* A document a PART carries is cut into pieces of at most this many bytes
@@ -115,6 +137,7 @@ struct plane_join {
 	unsigned char id[PLANE_ID_LEN];
 	int round;                 /* the last round it was in (a failover's rejoin), else 0 */
 	int restarts;              /* ... and the restarts the job had used then */
+	int fanout;                /* the relay tree's fan-out, 0: a star (plane_tree.h) */
 	char version[PLANE_VERSION_MAX];
 	char host[PLANE_HOST_MAX];
 	/* Which secret the node holds (plane_secret_id), so that the chief
@@ -155,6 +178,7 @@ struct plane_msg {
 	unsigned flags;                       /* QUERY, ASK: PLANE_Q_* */
 	bool more;                            /* PART: more pieces follow */
 	char data[PLANE_PIECE_MAX + 1];       /* PART, EVENT */
+	struct plane_fwd fwd;                 /* FWD; GONE: id, flags */
 	char text[PLANE_TEXT_MAX];            /* REFUSE, ABORT; STOP_REQ, SIGNAL_REQ: why, if
 					       * not the signal alone (or ""); END: why no round
 					       * follows, in an elastic job (or "") */
@@ -163,6 +187,10 @@ struct plane_msg {
 /* Encodes m as one whole frame into buf.  Returns its length, or
  * -EMSGSIZE when cap is too small or a string does not fit its field. */
 int plane_encode(const struct plane_msg *m, unsigned char *buf, size_t cap);
+
+/* Encodes a PLANE_FWD carrying f without a whole plane_msg (a relay's and
+ * its chief's hot path).  As plane_encode. */
+int plane_encode_fwd(const struct plane_fwd *f, unsigned char *buf, size_t cap);
 
 /* Looks at the first have bytes of a stream: 0 when the frame is not whole
  * yet, its total length when it is, -EMSGSIZE when the header announces
@@ -281,6 +309,7 @@ struct plane_coord_cfg {
 	int max_restarts;          /* every node must say the same */
 	int hb_timeout_ms;         /* the same: a node that judges silence sooner than its
 				    * peers speak would call healthy nodes lost */
+	int fanout;                /* the same: the relay tree (plane_tree.h), 0: a star */
 };
 
 enum plane_node_state { PLANE_N_ABSENT, PLANE_N_JOINED, PLANE_N_DONE, PLANE_N_LOST, PLANE_N_TOLD };

@@ -88,7 +88,7 @@ static void send_doc(struct conn *c, uint32_t id, const char *doc, size_t len)
 		len -= n;
 		m.more = len > 0;
 		plane_conn_send(c, &m);
-	} while (len > 0 && c->fd >= 0);
+	} while (len > 0 && plane_conn_open(c));
 }
 
 /* ---- The chief ---- */

@@ -52,7 +52,7 @@ void plane_seek_forget(struct plane *p)
 /* The address this node connects to now. */
 static const char *target(const struct plane *p)
 {
-	return p->seek ? p->seek->host[p->seek->at] : plane_host(p, 0);
+	return p->seek ? p->seek->host[p->seek->at] : plane_host(p, p->up);
 }
 
 /* A try at the chief that time ran out on: what went unanswered (the
@@ -145,10 +145,14 @@ static void give_up(struct plane *p)
 			o += strlen(where + o);
 		}
 	} else {
-		snprintf(where, sizeof(where), "%s:%d", plane_host(p, 0), p->cfg->control_port);
+		snprintf(where, sizeof(where), "%s:%d", plane_host(p, p->up), p->cfg->control_port);
 	}
-	plane_say(p, "could not join the chief at %s within %g s: %s", where, p->cfg->join_timeout,
-		  p->connect_err[0] ? p->connect_err : "no answer");
+	if (p->up)
+		plane_say(p, "could not join this node's relay, node %d, at %s within %g s: %s", p->up, where,
+			  p->cfg->join_timeout, p->connect_err[0] ? p->connect_err : "no answer");
+	else
+		plane_say(p, "could not join the chief at %s within %g s: %s", where, p->cfg->join_timeout,
+			  p->connect_err[0] ? p->connect_err : "no answer");
 	plane_end_job(p, 2, NULL);
 }
 
@@ -409,8 +413,9 @@ void plane_seek_successor(struct plane *p, bool chief_dead, const char *why)
  * retrying with the same secret would not change that. */
 void plane_seek_refused(struct plane *p)
 {
-	plane_say(p, "the chief at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
-		  "(or --secret-file) on every node", plane_host(p, 0), p->cfg->control_port);
+	plane_say(p, "%s at %s:%d refused our job secret: set the same SLOTRUN_JOB_SECRET "
+		  "(or --secret-file) on every node", p->up ? "this node's relay" : "the chief",
+		  plane_host(p, p->up), p->cfg->control_port);
 	plane_end_job(p, 2, NULL);
 }
 

@@ -7,6 +7,13 @@ shell, no libc start-up beyond its own): it stamps its start, its failure
 and the stop that reached it with CLOCK_MONOTONIC into one shared file.
 For tests/e2e/test_scale.py and bench/scale.py.
 
+With a fan-out F (`fanout=F`), the job runs as a relay tree
+(docs/job-plane.md, "The tree"): every relay must listen on the control
+port of a host of its own, so each group of F nodes runs in a network
+namespace of its own, a host of a netns.Cluster (10.213.0.G+1 for group
+G, on one bridge), and every node is given the job's addresses
+(SLOTRUN_ADDRS: node k's is its group's host).  Needs root.
+
 Each slotrun's exit is waited for through a pidfd, so that the rest of a
 test's children are left to their own waits; its stdout and stderr go to
 node-I.log in the job's folder.
@@ -20,6 +27,7 @@ wake.  Without that, at 256 nodes the chief's broadcast of a STOP ran for
 14 ms and waited for the CPU for 430.  Every other node's work is still
 done one after another on the machine's cores, where N hosts do it at
 once."""
+import ctypes
 import os
 import selectors
 import shutil
@@ -64,6 +72,15 @@ def job_env():
     return e
 
 
+def enter_netns(fd):
+    """This thread (and what it spawns from now on) joins the network
+    namespace fd names."""
+    import netns
+    if netns._libc().setns(fd, netns._CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, f"setns: {os.strerror(e)}")
+
+
 def chief_first(pid):
     """The chief's slotrun (pid) gets the CPU before any node it wakes, as on
     a host of its own: whether that could be arranged."""
@@ -84,11 +101,14 @@ def fds_needed(n):
 class Job:
     """One job of n simulated nodes; start() launches them, node 0 first."""
 
-    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False, command=None):
+    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False, command=None, fanout=0):
         """command(i, port, log): node i's argv instead of slotrun's (the
-        bench's floor, bench/floor_node.c)."""
+        bench's floor, bench/floor_node.c).  fanout: a relay tree, each
+        group in a namespace of its own (see above)."""
         self.slotrun, self.worker, self.n, self.args = slotrun, worker, n, list(args)
         self.command = command
+        self.fanout = fanout
+        self.cluster = None
         self.dir = tempfile.mkdtemp(prefix=f"sim{n}-", dir=folder)
         self.keep = keep
         self.log_path = os.path.join(self.dir, "events")
@@ -108,15 +128,35 @@ class Job:
 
     def start(self):
         ours = os.sched_getscheduler(0)
+        home = None
+        if self.fanout:
+            import netns  # root only: the star needs none of it
+            self.cluster = netns.Cluster((self.n + self.fanout - 1) // self.fanout, "sim")
+            home = os.open("/proc/self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
         try:
             self._start()
         finally:
             os.sched_setscheduler(0, ours, os.sched_param(0))
+            if home is not None:
+                enter_netns(home)
+                os.close(home)
+
+    def group(self, i):
+        """The namespace node i runs in (with a fan-out), or None."""
+        return i // self.fanout if self.fanout else None
 
     def _start(self):
         port = free_port_pair()
         env = job_env()
+        where = ["--master-addr", "127.0.0.1"]
+        if self.fanout:
+            import netns
+            env["SLOTRUN_ADDRS"] = ",".join(self.cluster.addr(self.group(i)) for i in range(self.n))
+            where = ["--fanout", str(self.fanout)]
         for i in range(self.n):
+            if self.fanout and i % self.fanout == 0:  # the spawns from here on are in group i's
+                with open(os.path.join(netns.NETNS_DIR, self.cluster.ns(self.group(i))), "rb") as f:
+                    enter_netns(f.fileno())
             if i == 1:  # the members inherit it from us
                 os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))
             out = os.open(os.path.join(self.dir, f"node-{i}.log"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644)
@@ -125,7 +165,7 @@ class Job:
             if self.command:
                 argv = self.command(i, port, self.log_path)
             else:
-                argv = [self.slotrun, "--nnodes", str(self.n), "--node-rank", str(i), "--master-addr", "127.0.0.1",
+                argv = [self.slotrun, "--nnodes", str(self.n), "--node-rank", str(i), *where,
                         "--master-port", str(port), "--slots", "1", "--bind", "none", *self.args,
                         "--", self.worker, self.log_path, "hold"]
             self.t_last = time.monotonic_ns()
@@ -182,6 +222,8 @@ class Job:
     def close(self):
         self.kill()
         self.log.close()
+        if self.cluster:
+            self.cluster.close()
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
 
