@@ -67,6 +67,12 @@ static void start_all(struct plane *p)
 	p->h->start(p->arg, &p->round);
 }
 
+/* Whether c is a relay's connection (plane_tree.h). */
+static bool relays(const struct plane *p, const struct conn *c)
+{
+	return c->relay;
+}
+
 /* Every node that proved the secret hears why the job will not start, the
  * one that joined now (extra) too: a duplicate, a late one. */
 static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *extra)
@@ -84,7 +90,9 @@ static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *e
 			continue;
 		if (c->authed || c == extra) {
 			c->told = true;
-			c->closing = true;
+			/* a relay's stays open: the nodes behind it that join
+			 * later hear it through it */
+			c->closing = !relays(p, c);
 			plane_conn_send(c, &m);
 		} else if (c->node >= 0) { /* held: it hears whose secret is odd */
 			c->told = true;
@@ -333,6 +341,8 @@ static void admit(struct conn *c, const struct plane_msg *m)
 		plane_elastic_join(c, m);
 		return;
 	}
+	/* a relay's connection, told an ABORT, stays open for its nodes */
+	c->relay = !c->virt && plane_tree_relays(p->cfg->fanout, p->cfg->nnodes, m->join.node_rank);
 	if (where_from(c, m->join.node_rank, &other) == PLANE_FROM_OTHER)
 		a = plane_coord_misplaced(&p->coord, m->join.node_rank, other, c->peer);
 	else

@@ -44,6 +44,7 @@ struct conn {
 	struct conn *via;
 	uint32_t tid;             /* also on a relay: the id it gave this connection */
 	struct plane_tunnels *tun;  /* chief: a relay's connection: the nodes behind it */
+	bool relay;               /* chief: a relay's (its JOIN said a relay's node rank) */
 	bool held;                /* relay: its JOIN failed the MAC: it waits for the chief's verdict */
 	bool batch;               /* carries many nodes' frames (a relay's and its chief's): what
 				   * is queued goes out once per pass of the loop, in one write */

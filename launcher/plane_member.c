@@ -174,7 +174,8 @@ static void obey(struct conn *c, struct plane_msg *m)
 		return;
 	case PLANE_ABORT:
 		plane_say(p, "%s", m->text);
-		plane_end_job(p, m->code, NULL);
+		if (!plane_relay_hold_abort(p, m->code))
+			plane_end_job(p, m->code, NULL);
 		return;
 	case PLANE_STOP:
 		if (!m->sig && m->node != p->rank) {
@@ -265,6 +266,8 @@ static void upstream_gone(struct plane *p, const struct plane_cause *cause, bool
 	char line[PLANE_TEXT_MAX];
 
 	if (p->self_stalled) /* the chief gave us up for our stall, said already */
+		return;
+	if (plane_relay_end_held(p)) /* the join was over: said already */
 		return;
 	p->chief_lost = *cause;
 	plane_relay_upstream_lost(p, &p->chief_lost);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "plane_chief.h"
 #include "plane_conn.h"
 
@@ -14,6 +15,14 @@ struct plane_relay {
 	bool ready;               /* the chief welcomed us: frames go up at once */
 	unsigned char *backlog;   /* until then, the frames for the chief (encoded, plain) */
 	size_t blen, bcap;
+	/* The job will not start: as the chief does, the relay stays until
+	 * every node of its group has heard why (or the join timeout), since
+	 * a node that joins later reaches the chief only through it. */
+	bool *told;               /* per node of the group (index: node - our rank) */
+	int ntold, group;         /* how many were told, of the group's other nodes */
+	bool holding;             /* our own ABORT came: we end once all are told */
+	int code;
+	struct event *ev_give_up; /* the join deadline, while holding */
 };
 
 static bool ours(const struct conn *c)
@@ -155,23 +164,48 @@ const struct plane_side plane_relay_side = {
 	.frame = on_frame, .dropped = on_dropped, .lost = on_lost, .connected = on_connected,
 };
 
+static void on_give_up(evutil_socket_t fd, short what, void *arg);
+
 int plane_relay_open(struct plane *p, char *err, size_t errlen)
 {
 	char why[256];
-	int f = p->cfg->fanout, r, last;
+	int f = p->cfg->fanout, r, last = p->rank + f - 1 < p->cfg->nnodes - 1 ? p->rank + f - 1 : p->cfg->nnodes - 1;
 
-	if (!(p->relay = calloc(1, sizeof(*p->relay)))) {
+	if (!(p->relay = calloc(1, sizeof(*p->relay))) ||
+	    !(p->relay->told = calloc((size_t)f, sizeof(bool))) ||
+	    !(p->relay->ev_give_up = evtimer_new(p->base, on_give_up, p))) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	p->relay->group = last - p->rank;
 	r = plane_chief_listen(p, why, sizeof(why));
-	if (r < 0) {
-		last = p->rank + f - 1 < p->cfg->nnodes - 1 ? p->rank + f - 1 : p->cfg->nnodes - 1;
+	if (r < 0)
 		snprintf(err, errlen, "node %d relays for nodes %d-%d and %s (is another node of the job on this "
 			 "host? each relay needs a host of its own; --fanout 0 makes the job a star)", p->rank,
 			 p->rank + 1, last, why);
-	}
 	return r;
+}
+
+bool plane_relay_end_held(struct plane *p)
+{
+	if (!p->relay || !p->relay->holding)
+		return false;
+	plane_end_job(p, p->relay->code, NULL);
+	return true;
+}
+
+bool plane_relay_hold_abort(struct plane *p, int code)
+{
+	struct plane_relay *r = p->relay;
+	struct timeval tv;
+
+	if (!r || r->ntold == r->group)
+		return false;
+	r->holding = true;
+	r->code = code;
+	tv = clock_tv(p->join_deadline > clock_mono() ? p->join_deadline - clock_mono() : 0);
+	evtimer_add(r->ev_give_up, &tv);
+	return true;
 }
 
 void plane_relay_up(struct plane *p)
@@ -203,11 +237,43 @@ static struct conn *find(struct plane *p, uint32_t id)
 	return NULL;
 }
 
+/* Node c claimed to be heard why the job will not start. */
+static void told(struct conn *c)
+{
+	struct plane_relay *r = c->p->relay;
+	int i = c->node - c->p->rank;
+
+	if (i >= 1 && i <= r->group && !r->told[i - 1]) {
+		r->told[i - 1] = true;
+		r->ntold++;
+	}
+}
+
+static void end_held(struct plane *p)
+{
+	struct plane_relay *r = p->relay;
+
+	if (r->holding && !p->ended && r->ntold == r->group)
+		plane_end_job(p, r->code, NULL);
+}
+
+static void on_give_up(evutil_socket_t fd, short what, void *arg)
+{
+	struct plane *p = arg;
+
+	(void)fd;
+	(void)what;
+	p->relay->ntold = p->relay->group; /* those missing will not hear it */
+	end_held(p);
+}
+
 /* The chief's frame for one node of ours. */
 static void pass_on(struct conn *c, const unsigned char *frame, size_t n, bool close)
 {
 	unsigned type = frame[4];
 
+	if (type == PLANE_ABORT || type == PLANE_MISMATCH || (type == PLANE_REFUSE && close))
+		told(c);
 	if (close || type == PLANE_END || type == PLANE_ABORT)
 		c->closing = true; /* shut once it is written, then read to the node's close */
 	if (type == PLANE_REFUSE || type == PLANE_MISMATCH)
@@ -231,6 +297,7 @@ void plane_relay_down(struct plane *p, const struct plane_msg *m)
 	if (m->fwd.id != PLANE_FWD_ALL) {
 		if ((c = find(p, m->fwd.id)))
 			pass_on(c, m->fwd.frame, m->fwd.len, m->fwd.flags & PLANE_FWD_CLOSE);
+		end_held(p);
 		return;
 	}
 	/* a PAUSE for our own stop: our nodes heard it from us already */
@@ -283,6 +350,9 @@ void plane_relay_close(struct plane *p)
 {
 	if (!p->relay)
 		return;
+	if (p->relay->ev_give_up)
+		event_free(p->relay->ev_give_up);
+	free(p->relay->told);
 	free(p->relay->backlog);
 	free(p->relay);
 	p->relay = NULL;

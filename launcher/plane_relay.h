@@ -9,6 +9,7 @@
 #ifndef SLOTRUN_PLANE_RELAY_H
 #define SLOTRUN_PLANE_RELAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "plane_int.h"
@@ -32,6 +33,15 @@ void plane_relay_upstream_lost(struct plane *p, const struct plane_cause *cause)
 /* This node's slotrun stops itself (a terminal stop): its group pauses at
  * once, since the chief's PAUSE reaches them only through it. */
 void plane_relay_pause(struct plane *p, int sig);
+
+/* The chief says the job will not start (ABORT, code): whether this relay
+ * stays to pass it on, until every node of its group has heard it or the
+ * join timeout; it ends with code then. */
+bool plane_relay_hold_abort(struct plane *p, int code);
+
+/* The chief closed while this relay held its ABORT: it ends with it
+ * (true), as the chief ended the join. */
+bool plane_relay_end_held(struct plane *p);
 
 void plane_relay_close(struct plane *p);
 

@@ -64,8 +64,7 @@ void plane_tunnel_in(struct conn *r, const struct plane_msg *m)
 	struct plane *p = r->p;
 	struct conn *c;
 
-	if (!p->cfg->fanout || !plane_tree_relays(p->cfg->fanout, p->cfg->nnodes, r->node) || m->fwd.id == 0 ||
-	    m->fwd.id == PLANE_FWD_ALL) {
+	if (!r->relay || m->fwd.id == 0 || m->fwd.id == PLANE_FWD_ALL) {
 		plane_conn_lost(r, "it sent a message out of turn");
 		return;
 	}

@@ -101,14 +101,19 @@ def fds_needed(n):
 class Job:
     """One job of n simulated nodes; start() launches them, node 0 first."""
 
-    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False, command=None, fanout=0):
+    def __init__(self, slotrun, worker, n, args=(), folder=None, keep=False, command=None, fanout=0,
+                 adjust=None):
         """command(i, port, log): node i's argv instead of slotrun's (the
         bench's floor, bench/floor_node.c).  fanout: a relay tree, each
-        group in a namespace of its own (see above)."""
+        group in a namespace of its own (see above).  adjust(i, argv,
+        env): node i's own changes to its argv and env (lists and dict
+        given), for a node given other settings than the rest."""
         self.slotrun, self.worker, self.n, self.args = slotrun, worker, n, list(args)
         self.command = command
         self.fanout = fanout
+        self.adjust = adjust
         self.cluster = None
+        self.port = None
         self.dir = tempfile.mkdtemp(prefix=f"sim{n}-", dir=folder)
         self.keep = keep
         self.log_path = os.path.join(self.dir, "events")
@@ -146,7 +151,7 @@ class Job:
         return i // self.fanout if self.fanout else None
 
     def _start(self):
-        port = free_port_pair()
+        port = self.port = free_port_pair()
         env = job_env()
         where = ["--master-addr", "127.0.0.1"]
         if self.fanout:
@@ -168,9 +173,13 @@ class Job:
                 argv = [self.slotrun, "--nnodes", str(self.n), "--node-rank", str(i), *where,
                         "--master-port", str(port), "--slots", "1", "--bind", "none", *self.args,
                         "--", self.worker, self.log_path, "hold"]
+            node_env = env
+            if self.adjust:
+                node_env = dict(env)
+                self.adjust(i, argv, node_env)
             self.t_last = time.monotonic_ns()
             try:
-                pid = os.posix_spawn(argv[0], argv, env, file_actions=fa)
+                pid = os.posix_spawn(argv[0], argv, node_env, file_actions=fa)
             finally:
                 os.close(out)
             self.pids.append(pid)
