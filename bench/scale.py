@@ -7,7 +7,7 @@ with CLOCK_MONOTONIC and costs next to nothing).
 
 Usage: bench/scale.py [--slotrun PATH] [--before PATH [--before-label TEXT]]
                       [--nodes 16,64,256,1024] [--runs R] [--args-from N ARGS]
-                      [--idle S] [--json FILE] [--keep DIR] [--no-floor]
+                      [--idle S] [--json FILE] [--keep DIR] [--no-floor] [--tree F]
 
 Each N runs two jobs, R times each (medians), with --before the same slotrun
 built from an earlier commit in turns with this one:
@@ -35,6 +35,12 @@ seal, heartbeat, output or bookkeeping.  "floor, no relays": the worker
 started by the node itself (two processes a node, no containment).  What
 any launcher of that shape costs this machine: slotrun's figures over the
 floor's say what is slotrun's own.
+
+"slotrun, tree" (unless --tree 0, where N > F): the same jobs with the
+plane as a relay tree of fan-out F (--tree, 64 by default;
+docs/job-plane.md, "The tree"): each group of F nodes in a network
+namespace of its own, given every node's address (sim_nodes.py); node F,
+a relay, is measured beside the chief and node 1.  Needs root.
 
 The chief's cost per node is its excess over a member (the same slot, the
 same worker) divided by N-1: what one more node costs the chief, in memory,
@@ -73,6 +79,9 @@ ap.add_argument("--timeout", type=float, default=240, help="seconds each step of
 ap.add_argument("--json", help="also write the figures here")
 ap.add_argument("--keep", help="keep each job's folder (node logs, events) under this folder")
 ap.add_argument("--no-floor", action="store_true", help="without the floor (bench/floor_node.c)")
+ap.add_argument("--tree", type=int, default=64, metavar="F",
+                help="also slotrun as a relay tree of fan-out F where N > F (root: each group a network "
+                     "namespace); 0: not")
 args = ap.parse_args()
 CONTENDERS = [("slotrun", os.path.abspath(args.slotrun))]
 if args.before:
@@ -97,24 +106,32 @@ def floor_command(floor, n, relays, worker):
     return argv
 
 
-def one_job(slotrun, n, worker, tmp, restart, command=None):
+def one_job(slotrun, n, worker, tmp, restart, command=None, fanout=0):
     """One job of n nodes: its figures; raises AssertionError with the
     nodes' story when it does not go as it should.  command: the floor's
-    argv for each node instead of slotrun's (the fail job only)."""
+    argv for each node instead of slotrun's (the fail job only).  fanout: a
+    relay tree."""
     extra = extra_for(n) + ["--grace", "5"] + (["--max-restarts", "1", "--restart-delay", "0"] if restart else [])
-    job = sim_nodes.Job(slotrun, worker, n, extra, folder=args.keep or tmp, keep=bool(args.keep), command=command)
+    job = sim_nodes.Job(slotrun, worker, n, extra, folder=args.keep or tmp, keep=bool(args.keep), command=command,
+                        fanout=fanout)
     chief = member = None
+    relay = None
     try:
         job.start()
         chief, member = job.pids[0], job.pids[1]
+        relay = job.pids[fanout] if fanout else None
         starts = job.wait_events("start", 0, n, args.timeout, "every worker's start")
         res = {"chief_fifo": job.chief_rt, "join_s": (max(e[3] for e in starts) - job.t_last) / 1e9,
                # the chief starts its own worker once it sent every START
                "join_chief_s": ([e[3] for e in starts if e[1] == 0][0] - job.t_last) / 1e9,
                "chief": {"joined": job.proc(chief)}, "member": {"joined": job.proc(member)}}
+        if relay:
+            res["relay"] = {"joined": job.proc(relay)}
         if not restart and args.idle > 0:
             time.sleep(args.idle)  # the window heartbeats alone are measured over
             res["chief"]["idle"], res["member"]["idle"] = job.proc(chief), job.proc(member)
+            if relay:
+                res["relay"]["idle"] = job.proc(relay)
         job.fail((3 * n) // 4)
         if restart:
             job.wait_events("start", 1, n, args.timeout, "every worker's next attempt")
@@ -133,6 +150,8 @@ def one_job(slotrun, n, worker, tmp, restart, command=None):
             res["exit_s"] = (max(job.exits[p][0] for p in job.pids) - t_fail) / 1e9
         res["chief"]["exit_cpu_s"] = job.exits[chief][2]
         res["member"]["exit_cpu_s"] = job.exits[member][2]
+        if relay:
+            res["relay"]["exit_cpu_s"] = job.exits[relay][2]
         return res
     finally:
         job.close()
@@ -170,6 +189,16 @@ def summarize(n, fails, restarts, errors, load):
         "member_rss_kib": med([x["member"]["joined"].get("rss_kib") for x in both]),
         "chief_fds": med([x["chief"]["joined"].get("fds") for x in both]),
         "chief_join_cpu_s": med([x["chief"]["joined"].get("cpu_s") for x in both]),
+        "member_join_cpu_s": med([x["member"]["joined"].get("cpu_s") for x in both]),
+        "relay": {
+            "rss_kib": med([x["relay"]["joined"].get("rss_kib") for x in both if "relay" in x]),
+            "fds": med([x["relay"]["joined"].get("fds") for x in both if "relay" in x]),
+            "join_cpu_s": med([x["relay"]["joined"].get("cpu_s") for x in both if "relay" in x]),
+            "heartbeat_cpu_s_per_s": med([(x["relay"]["idle"]["cpu_s"] - x["relay"]["joined"]["cpu_s"]) / idle
+                                          for x in fails if "relay" in x and "idle" in x["relay"]]) if idle > 0 else None,
+        } if any("relay" in x for x in both) else None,
+        "chief_heartbeat_cpu_s_per_s": med([(x["chief"]["idle"]["cpu_s"] - x["chief"]["joined"]["cpu_s"]) / idle
+                                            for x in fails if "idle" in x["chief"]]) if idle > 0 else None,
         "per_node": {
             "rss_kib": per_node(both, n, lambda s: s["joined"]["rss_kib"]),
             "fds": per_node(both, n, lambda s: s["joined"]["fds"]),
@@ -190,12 +219,14 @@ def main():
     worker = sim_nodes.build_worker(tmp)
     if not worker:
         sys.exit("scale: no C compiler for tests/e2e/scale_worker.c")
-    contenders = [(name, path, None) for name, path in CONTENDERS]
+    contenders = [(name, path, None, 0) for name, path in CONTENDERS]
+    if args.tree:
+        contenders.append(("slotrun, tree", CONTENDERS[0][1], None, args.tree))
     if FLOORS:
         floor = sim_nodes.build_worker(tmp, src=os.path.join(HERE, "floor_node.c"))
         if not floor:
             sys.exit("scale: bench/floor_node.c does not compile (--no-floor runs without it)")
-        contenders += [(name, floor, relays) for name, relays in FLOORS]
+        contenders += [(name, floor, relays, 0) for name, relays in FLOORS]
     sizes = [int(x) for x in args.nodes.split(",")]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = sim_nodes.fds_needed(max(sizes))
@@ -211,24 +242,28 @@ def main():
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         load = os.getloadavg()[0]
-        got = {name: ([], [], []) for name, _, _ in contenders}
+        here = [c for c in contenders if not c[3] or n > c[3]]
+        got = {name: ([], [], []) for name, _, _, _ in here}
         for _ in range(args.runs):
             for restart in (False, True):
-                for name, path, relays in contenders:
+                for name, path, relays, fanout in here:
                     if relays is not None and restart:
                         continue  # the floor does not restart
                     fails, restarts, errors = got[name]
                     cmd = floor_command(path, n, relays, worker) if relays is not None else None
                     try:
-                        (restarts if restart else fails).append(one_job(path, n, worker, tmp, restart, cmd))
+                        (restarts if restart else fails).append(one_job(path, n, worker, tmp, restart, cmd,
+                                                                        fanout))
                     except AssertionError as e:
                         errors.append(f"{'restart' if restart else 'fail'}: {e}"[:2000])
                         print(f"scale: {name} N={n}: {errors[-1][:600]}", file=sys.stderr)
         doc["nodes"][str(n)] = {}
-        for name, _, relays in contenders:
+        for name, _, relays, fanout in here:
             r = doc["nodes"][str(n)][name] = summarize(n, *got[name], load)
             if relays is not None:
                 r["args"], r["floor_relays"] = "", relays
+            if fanout:
+                r["fanout"] = fanout
             pn = r["per_node"]
             print(f"| {n} | {name} | {fmt(r['join_s'])} ({fmt(r['join_chief_s'])}) | "
                   f"{fmt(r['reach_s'])} ({fmt(r['reach_chief_s'])}) | {fmt(r['exit_s'])} | "
