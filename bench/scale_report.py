@@ -18,6 +18,40 @@ _FLOOR = ("  `floor`: the same fail job, in turns with slotrun, with `bench/floo
           "that shape meets it in this simulation on this machine.")
 
 
+_TREE = ("  `slotrun, tree`: the same jobs with the plane as a relay tree (docs/job-plane.md, \"The tree\"): "
+         "each group of F nodes (the fan-out, in the flags column) in a network namespace of its own on one "
+         "bridge, every node given every address; the chief holds its own group and one relay per other "
+         "group, the relay (node F) its group.  Its chief's figures per node are still its excess over "
+         "node 1 divided by N-1: what one more node costs the chief when most of them are behind relays.")
+
+
+def _tree_rows(S):
+    """The tree's relay and chief beside the star's chief, per N."""
+    out = []
+    for n in _sizes(S):
+        per = S["nodes"][n]
+        t, star = per.get("slotrun, tree"), per.get("slotrun")
+        if not t or not t.get("relay"):
+            continue
+        rl = t["relay"]
+
+        def ratio(a, b):
+            return f" ({a / b:.2f}x the star's)" if a and b else ""
+        cj, sj = t.get("chief_join_cpu_s"), star and star.get("chief_join_cpu_s")
+        ch, sh = t.get("chief_heartbeat_cpu_s_per_s"), star and star.get("chief_heartbeat_cpu_s_per_s")
+        out.append(f"| {n} | {t.get('fanout', '?')} | {_f(cj, 's', 3)}{ratio(cj, sj)} | "
+                   f"{_f(ch and ch * 100, '% of a core', 1)}{ratio(ch, sh)} | {_f(t.get('chief_fds'), '', 0)} | "
+                   f"{_f(rl.get('join_cpu_s'), 's', 3)} | {_f(rl.get('heartbeat_cpu_s_per_s') and rl['heartbeat_cpu_s_per_s'] * 100, '% of a core', 1)} | "
+                   f"{_f(rl.get('fds'), '', 0)} | {_f(rl.get('rss_kib') and rl['rss_kib'] / 1024, 'MiB', 1)} |")
+    if not out:
+        return []
+    return ["", "The tree's chief and one relay (node F), beside the star's chief (medians; the chief's CPU to "
+            "join is its whole CPU once every worker runs, heartbeats its CPU per second idle):", "",
+            "| N | fan-out | chief: CPU to join | chief: heartbeats | chief fds | relay: CPU to join | "
+            "relay: heartbeats | relay fds | relay RSS |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"] + out
+
+
 def _sizes(S):
     return sorted(S.get("nodes", {}), key=int)
 
@@ -126,7 +160,8 @@ def readme_scale(S):
            f"{S.get('runs', '?')} runs" + (f"; `{S['before']}`: slotrun built from that commit, in turns "
                                             "with this one" if S.get("before") else "") + ".  The goals: "
            + GOALS + "." + (_FLOOR if any("floor_relays" in r for per in S.get("nodes", {}).values()
-                                          for r in per.values()) else ""),
+                                          for r in per.values()) else "")
+           + (_TREE if any("fanout" in r for per in S.get("nodes", {}).values() for r in per.values()) else ""),
            "", "![the job plane against N](scale.png)", "",
            "| N | contender | join | chief's part | reach | chief's part | exit | restart | chief RSS | "
            "per node | fds per node | CPU per join | heartbeats per node | fan-out to the end per node | "
@@ -137,6 +172,7 @@ def readme_scale(S):
         for name, r in S["nodes"][n].items():
             pn = r.get("per_node", {})
             failed = len(r.get("errors", []))
+            fan = f"fan-out {r['fanout']}" if r.get("fanout") else ""
             jobs = failed + sum(r.get("ok", {}).values())
             out.append(f"| {n} | `{name}` | {_f(r.get('join_s'), 's')} | {_f(r.get('join_chief_s'), 's')} | "
                        f"{_f(r.get('reach_s'), 's')} | {_f(r.get('reach_chief_s'), 's')} | "
@@ -146,9 +182,11 @@ def readme_scale(S):
                        f"{_f(pn.get('join_cpu_ms'), 'ms', 2)} | {_f(pn.get('heartbeat_cpu_us_per_s'), 'us/s', 0)} | "
                        f"{_f(pn.get('end_cpu_ms'), 'ms', 2)} | {r.get('load', 0):.1f} | "
                        f"{('`' + r['args'] + '`') if r.get('args') else ''}"
+                       f"{fan}"
                        f"{f' ({failed} of {jobs} jobs failed)' if failed else ''} |")
             for e in r.get("errors", [])[:2]:
                 notes.append(f"- N = {n}, `{name}`: {e[:400]}")
+    out += _tree_rows(S)
     if notes:
         out += ["", "Jobs that failed (the first two per row):", ""] + notes
     return out + [""]

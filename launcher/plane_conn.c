@@ -318,35 +318,50 @@ static void on_write(evutil_socket_t fd, short what, void *arg)
 /* Hands every whole frame in c->in to the side, keeps the rest. */
 static void take_frames(struct conn *c)
 {
-	while (c->fd >= 0 && !c->p->ended) {
-		long len = plane_frame_len(c->in, c->in_len);
+	/* A connection that carries many nodes' frames takes them in place
+	 * and moves the rest once: one move per frame would copy a read's
+	 * bytes once for every frame in it.  Any other keeps its first frame
+	 * at c->in, where its side may look (the bytes a stranger sent). */
+	bool batch = c->batch;
+	size_t off = 0;
 
-		if (len == 0)
-			return;
-		if (len < 0) {
-			/* lost, also before the handshake: the side decides
-			 * what that means (a node names a stranger on its
-			 * chief's port, the chief drops one) */
-			plane_conn_lost(c, "it sent a malformed message");
-			return;
-		}
+	while (c->fd >= 0 && !c->p->ended) {
+		unsigned char *f = c->in + off;
+		long len = plane_frame_len(f, c->in_len - off);
+
+		if (len <= 0)
+			break;
 		if (c->sealed_in) {
-			long plain = plane_open_frame(&c->seal, c->in, (size_t)len);
+			long plain = plane_open_frame(&c->seal, f, (size_t)len);
 
 			if (plain < 0) {
 				plane_conn_lost(c, "it sent a message that failed authentication (forged, "
 						"replayed or reordered)");
 				return;
 			}
-			side_of(c)->frame(c, c->in, (size_t)plain);
+			side_of(c)->frame(c, f, (size_t)plain);
 		} else {
-			side_of(c)->frame(c, c->in, (size_t)len);
+			side_of(c)->frame(c, f, (size_t)len);
 		}
 		if (c->fd < 0)
 			return;
-		memmove(c->in, c->in + len, c->in_len - (size_t)len);
-		c->in_len -= (size_t)len;
+		if (batch) {
+			off += (size_t)len;
+		} else {
+			memmove(c->in, c->in + len, c->in_len - (size_t)len);
+			c->in_len -= (size_t)len;
+		}
 	}
+	if (c->fd < 0)
+		return;
+	if (off) {
+		memmove(c->in, c->in + off, c->in_len - off);
+		c->in_len -= off;
+	}
+	/* lost, also before the handshake: the side decides what that means
+	 * (a node names a stranger on its chief's port, the chief drops one) */
+	if (!c->p->ended && plane_frame_len(c->in, c->in_len) < 0)
+		plane_conn_lost(c, "it sent a malformed message");
 }
 
 /* Room in c->in for the next read: IN_CHUNK, or the whole of a larger

@@ -223,9 +223,8 @@ static void obey(struct conn *c, struct plane_msg *m)
 	case PLANE_PART:
 		plane_query_piece(c, m);
 		return;
-	case PLANE_FWD: /* the chief's, for a node behind us */
-		if (!p->relay)
-			break;
+	case PLANE_FWD: /* the chief's, for the nodes behind us (none when we
+			 * could not listen: they joined another relay) */
 		plane_relay_down(p, m);
 		return;
 	case PLANE_GONE: /* the chief's, to a relay: close that node's connection */

@@ -179,10 +179,18 @@ int plane_relay_open(struct plane *p, char *err, size_t errlen)
 	}
 	p->relay->group = last - p->rank;
 	r = plane_chief_listen(p, why, sizeof(why));
+	if (r == -EADDRINUSE) {
+		/* Another slotrun of this host listens there (the chief, or
+		 * another relay: several nodes on one host): our group's nodes
+		 * join it, and it passes them on as any relay does. */
+		plane_say(p, "note: node %d cannot relay for nodes %d-%d: %s; they join the slotrun that listens there "
+			  "(another node of this host)", p->rank, p->rank + 1, last, why);
+		plane_chief_close(p);
+		plane_relay_close(p);
+		return 0;
+	}
 	if (r < 0)
-		snprintf(err, errlen, "node %d relays for nodes %d-%d and %s (is another node of the job on this "
-			 "host? each relay needs a host of its own; --fanout 0 makes the job a star)", p->rank,
-			 p->rank + 1, last, why);
+		snprintf(err, errlen, "node %d cannot relay for nodes %d-%d: %s", p->rank, p->rank + 1, last, why);
 	return r;
 }
 

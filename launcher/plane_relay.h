@@ -17,7 +17,10 @@
 extern const struct plane_side plane_relay_side;
 
 /* This node relays for its group: it listens on the control port.  0, or
- * a negative errno with a one-line reason in err. */
+ * a negative errno with a one-line reason in err.  Where another slotrun
+ * of this host listens there already (several nodes on one host), it says
+ * so and relays for none: the group's nodes reach that one, which passes
+ * them on as any relay does. */
 int plane_relay_open(struct plane *p, char *err, size_t errlen);
 
 /* The chief welcomed this node: what its group said meanwhile goes up. */

@@ -8,7 +8,9 @@ and the stop that reached it with CLOCK_MONOTONIC into one shared file.
 For tests/e2e/test_scale.py and bench/scale.py.
 
 With a fan-out F (`fanout=F`), the job runs as a relay tree
-(docs/job-plane.md, "The tree"): every relay must listen on the control
+(docs/job-plane.md, "The tree"), each relay under SCHED_FIFO as the chief
+is (it is a chief for its group, on a host of its own on a cluster).
+Every relay must listen on the control
 port of a host of its own, so each group of F nodes runs in a network
 namespace of its own, a host of a netns.Cluster (10.213.0.G+1 for group
 G, on one bridge), and every node is given the job's addresses
@@ -183,8 +185,9 @@ class Job:
             finally:
                 os.close(out)
             self.pids.append(pid)
-            if i == 0:
-                self.chief_rt = chief_first(pid)
+            if i == 0 or (self.fanout and i % self.fanout == 0):  # a relay is a chief for its group
+                rt = chief_first(pid)
+                self.chief_rt = rt if i == 0 else self.chief_rt and rt
             self.sel.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
             if self.waiter is None:
                 self.waiter = threading.Thread(target=self._wait, daemon=True)

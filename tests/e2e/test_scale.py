@@ -3,8 +3,11 @@
 slotruns of one slot on loopback, the chief holding 255 connections): every
 node joins and its worker runs; one rank's failure stops every node's
 worker and every node exits with its status, naming it; with
---max-restarts 1 every node's next attempt runs after it.  And the open
-files a job of many nodes needs are the chief's alone.
+--max-restarts 1 every node's next attempt runs after it.  The same
+job as a relay tree of fan-out 16 (each group a network namespace, root
+only: sim_nodes.py) joins, fails and restarts in step, the chief holding
+15 nodes and 15 relays.  And the open files a job of many nodes needs are
+the chief's alone.
 
 How fast is bench/scale.py's (join, reach, restart, the chief's memory
 against N); the deadlines here are generous, since 256 nodes share the
@@ -34,8 +37,8 @@ def enough_files():
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
-def run_job(extra):
-    job = sim_nodes.Job(SR, WORKER, N, ["--grace", "10", *extra], folder=tempfile.gettempdir())
+def run_job(extra, fanout=0):
+    job = sim_nodes.Job(SR, WORKER, N, ["--grace", "10", *extra], folder=tempfile.gettempdir(), fanout=fanout)
     job.start()
     return job
 
@@ -55,6 +58,30 @@ def a_job_of_256_nodes_joins_and_a_failure_stops_every_node_with_its_status():
         cause = f"rank {VICTIM} on node {VICTIM} (127.0.0.1) exit 4"
         for i in (0, 1, N // 2, VICTIM, N - 1):
             assert cause in job.node_log(i), f"node {i} does not name the root cause: {job.node_log(i)[-500:]}"
+    finally:
+        job.close()
+
+
+@case
+def a_job_of_256_nodes_as_a_relay_tree_fails_and_restarts_in_step():
+    enough_files()
+    job = run_job(["--max-restarts", "1", "--restart-delay", "0"], fanout=16)
+    try:
+        job.wait_events("start", 0, N, DEADLINE, "every node's worker")
+        chief_fds = sim_nodes.Job.proc(job.pids[0]).get("fds", 0)
+        assert chief_fds < 100, f"the chief holds {chief_fds} open files: not a tree of 30 connections"
+        job.fail(VICTIM)
+        again = job.wait_events("start", 1, N, DEADLINE, "every node's next attempt")
+        assert sorted(e[1] for e in again) == list(range(N))
+        stopped = job.of("term", 0)
+        assert len(stopped) == N - 1, f"{len(stopped)} of {N - 1} workers were stopped"
+        assert min(e[3] for e in again) > max(e[3] for e in stopped), \
+            "an attempt started before every worker of the last one was stopped"
+        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
+        assert job.codes() == [0] * N, job.story()
+        cause = f"rank {VICTIM} on node {VICTIM} (10.213.0.{VICTIM // 16 + 1}) exit 4"
+        for i in (0, 1, 16, VICTIM, N - 1):
+            assert cause in job.node_log(i), f"node {i} does not name the cause: {job.node_log(i)[-500:]}"
     finally:
         job.close()
 

@@ -149,6 +149,29 @@ def nodes_that_disagree_on_the_tree_do_not_start():
 
 
 @case
+def nodes_of_one_host_in_a_tree_join_the_one_that_listens():
+    """Every node on 127.0.0.1 with every address given: the relays cannot
+    listen (the chief does, on the same port): they say so, their groups
+    join the chief, and the job runs and fails as one."""
+    def one_host(i, argv, env):
+        k = argv.index("--master-addr")
+        argv[k:k + 2] = ["--addrs", ",".join(["127.0.0.1"] * N), "--fanout", str(F)]
+
+    job = sim_nodes.Job(SR, WORKER, N, ["--grace", "10"], folder=tempfile.gettempdir(), adjust=one_host)
+    job.start()
+    try:
+        job.wait_events("start", 0, N, DEADLINE, "every node's worker")
+        job.fail(4)
+        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
+        assert job.codes() == [4] * N, job.story()
+        logs_name(job, [3], "note: node 3 cannot relay for nodes 4-5: cannot listen on the control port")
+        logs_name(job, [6], "note: node 6 cannot relay for nodes 7-7")
+        logs_name(job, range(N), "rank 4 on node 4 (127.0.0.1) exit 4")
+    finally:
+        job.close()
+
+
+@case
 def status_behind_a_relay_shows_every_rank():
     job = start()
     try:
