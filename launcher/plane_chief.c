@@ -235,8 +235,12 @@ static void resolve_nodes(struct plane *p)
 {
 	double now = clock_mono();
 
+	bool more = false;
+
 	if (p->where_at > 0 && now - p->where_at < 1.0)
 		return;
+	if (p->where_at == 0)
+		more = true; /* the first index, of what resolves now */
 	p->where_at = now;
 	for (int k = 0; k < p->cfg->nnodes; k++) {
 		struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res = NULL;
@@ -250,7 +254,10 @@ static void resolve_nodes(struct plane *p)
 			if (sock_addr_host(ai->ai_addr, w->addr[w->n], sizeof(w->addr[w->n])) == 0)
 				w->n++;
 		freeaddrinfo(res);
+		more = true;
 	}
+	if (more) /* out of memory: it stays in doubt, as before any resolved */
+		(void)plane_addr_index_build(&p->where_ix, p->where, p->cfg->nnodes);
 }
 
 /* What c's address says about its claim to be node `node` (plane_where);
@@ -263,7 +270,7 @@ static enum plane_from where_from(struct conn *c, int node, int *other)
 	    (p->coord.phase != PLANE_JOINING && p->coord.phase != PLANE_ABORTING))
 		return PLANE_FROM_UNSURE;
 	resolve_nodes(p);
-	return plane_where(p->where, p->cfg->nnodes, node, c->peer, other);
+	return plane_where_indexed(&p->where_ix, node, c->peer, other);
 }
 
 /* A JOIN whose MAC failed.  When it comes during the join from the address
@@ -797,6 +804,7 @@ void plane_chief_close(struct plane *p)
 	plane_coord_free(&p->coord);
 	free(p->by_node);
 	free(p->where);
+	plane_addr_index_free(&p->where_ix);
 	p->ev_accept = p->ev_join = p->ev_restart = p->ev_accept_again = NULL;
 	p->accept_paused = false;
 	p->lfd = -1;

@@ -72,6 +72,7 @@ struct plane {
 	struct plane_coord coord;
 	struct conn **by_node;
 	struct plane_node_addrs *where;  /* per node, resolved once needed (plane_where) */
+	struct plane_addr_index where_ix;  /* ... sorted for lookups, rebuilt as entries resolve */
 	struct plane_elastic *el; /* an elastic job's chief, else NULL */
 	double where_at;          /* clock_mono() of the last lookup of those not resolved */
 	int npending;             /* connections accepted that have not proved the secret */

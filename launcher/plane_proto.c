@@ -495,7 +495,7 @@ static int get_body(struct rbuf *r, unsigned type, struct plane_msg *m)
 		m->fwd.frame = r->p + r->off;
 		m->fwd.len = r->len - r->off;
 		r->off = r->len;
-		if (plane_frame_len(m->fwd.frame, m->fwd.len) != (long)m->fwd.len ||
+		if (m->fwd.len < 5 || plane_frame_len(m->fwd.frame, m->fwd.len) != (long)m->fwd.len ||
 		    m->fwd.frame[4] == PLANE_FWD || m->fwd.frame[4] == PLANE_GONE || m->fwd.frame[4] == 0 ||
 		    m->fwd.frame[4] > PLANE_TYPE_LAST)
 			return -EPROTO;
@@ -708,43 +708,95 @@ static bool loopback16(const unsigned char a[16])
 	return (memcmp(a, mapped, 12) == 0 && a[12] == 127) || memcmp(a, one, 16) == 0;
 }
 
-enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, int claimed,
-			    const char *from, int *other)
+static int entry_cmp(const void *a, const void *b)
 {
-	unsigned char f[16], x[16];
-	bool doubt = false, claimed_holds = false;
-	int owners = 0, owner = -1;
+	const struct plane_addr_entry *x = a, *y = b;
+	int c = memcmp(x->addr, y->addr, 16);
 
-	if (!from || !parse_addr(from, f))
-		return PLANE_FROM_UNSURE;
+	return c ? c : (x->node > y->node) - (x->node < y->node);
+}
+
+void plane_addr_index_free(struct plane_addr_index *ix)
+{
+	free(ix->e);
+	*ix = (struct plane_addr_index){ .doubt = true };
+}
+
+int plane_addr_index_build(struct plane_addr_index *ix, const struct plane_node_addrs *nodes, int nnodes)
+{
+	size_t cap = 0, n = 0;
+
+	plane_addr_index_free(ix);
+	ix->doubt = false;
+	for (int k = 0; k < nnodes; k++)
+		cap += nodes[k].n > 0 ? (size_t)nodes[k].n : 0;
+	if (cap && !(ix->e = malloc(cap * sizeof(*ix->e)))) {
+		ix->doubt = true;
+		return -ENOMEM;
+	}
 	for (int k = 0; k < nnodes; k++) {
-		bool holds = false;
-
-		if (nodes[k].n < 0) {
-			doubt = true;
-			continue;
-		}
+		if (nodes[k].n < 0)
+			ix->doubt = true;
 		for (int i = 0; i < nodes[k].n && i < PLANE_NODE_ADDRS; i++) {
-			if (!parse_addr(nodes[k].addr[i], x)) {
-				doubt = true;
+			struct plane_addr_entry *e = &ix->e[n];
+
+			if (!parse_addr(nodes[k].addr[i], e->addr)) {
+				ix->doubt = true;
 				continue;
 			}
-			doubt = doubt || loopback16(x);
-			holds = holds || memcmp(x, f, 16) == 0;
+			ix->doubt = ix->doubt || loopback16(e->addr);
+			e->node = k;
+			n++;
 		}
-		if (!holds)
-			continue;
-		if (k == claimed)
-			claimed_holds = true;
-		owners++;
-		owner = k;
 	}
-	if (claimed_holds)
-		return PLANE_FROM_CLAIMED;
-	if (doubt || loopback16(f) || owners != 1)
+	if (n)
+		qsort(ix->e, n, sizeof(*ix->e), entry_cmp);
+	ix->n = 0; /* one entry per (address, node): a node listing one address twice owns it once */
+	for (size_t i = 0; i < n; i++)
+		if (!ix->n || entry_cmp(&ix->e[ix->n - 1], &ix->e[i]) != 0)
+			ix->e[ix->n++] = ix->e[i];
+	return 0;
+}
+
+enum plane_from plane_where_indexed(const struct plane_addr_index *ix, int claimed, const char *from,
+				    int *other)
+{
+	struct plane_addr_entry key = { .node = -1 };
+	size_t lo = 0, hi = ix->n, owners = 0;
+	int owner = -1;
+
+	if (!from || !parse_addr(from, key.addr))
+		return PLANE_FROM_UNSURE;
+	while (lo < hi) { /* the first entry of this address */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (entry_cmp(&ix->e[mid], &key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < ix->n && memcmp(ix->e[i].addr, key.addr, 16) == 0; i++) {
+		if (ix->e[i].node == claimed)
+			return PLANE_FROM_CLAIMED;
+		owners++;
+		owner = ix->e[i].node;
+	}
+	if (ix->doubt || loopback16(key.addr) || owners != 1)
 		return PLANE_FROM_UNSURE;
 	*other = owner;
 	return PLANE_FROM_OTHER;
+}
+
+enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, int claimed,
+			    const char *from, int *other)
+{
+	struct plane_addr_index ix = { 0 };
+	enum plane_from r = PLANE_FROM_UNSURE;
+
+	if (plane_addr_index_build(&ix, nodes, nnodes) == 0)
+		r = plane_where_indexed(&ix, claimed, from, other);
+	plane_addr_index_free(&ix);
+	return r;
 }
 
 /* ---- Silence ---- */

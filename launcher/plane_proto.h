@@ -296,6 +296,27 @@ enum plane_from {
 enum plane_from plane_where(const struct plane_node_addrs *nodes, int nnodes, int claimed,
 			    const char *from, int *other);
 
+/* The same question for every JOIN of a large job without a pass over
+ * every node each time (that made a join O(N^2)): the nodes' addresses
+ * sorted once, each lookup a binary search. */
+struct plane_addr_entry {
+	unsigned char addr[16];
+	int node;
+};
+struct plane_addr_index {
+	struct plane_addr_entry *e;  /* sorted by address, then node; no pair twice */
+	size_t n;
+	bool doubt;                  /* an entry unknown, unresolved, not numeric or loopback */
+};
+
+/* Builds ix from nodes[0..nnodes) (a built one is freed first).  0, or
+ * -ENOMEM (ix is then empty and in doubt). */
+int plane_addr_index_build(struct plane_addr_index *ix, const struct plane_node_addrs *nodes, int nnodes);
+void plane_addr_index_free(struct plane_addr_index *ix);
+/* plane_where's answer, from the index. */
+enum plane_from plane_where_indexed(const struct plane_addr_index *ix, int claimed, const char *from,
+				    int *other);
+
 /* ---- The chief's decisions ---- */
 
 struct plane_coord_cfg {

@@ -25,7 +25,7 @@ static inline int plane_tree_fanout(int asked, int nnodes, bool elastic, char *c
 {
 	if (asked < 2 || elastic || nnodes <= asked)
 		return 0;
-	for (int r = asked; r < nnodes; r += asked)
+	for (int r = asked; r + 1 < nnodes; r += asked) /* the relays (plane_tree_relays) */
 		if (!ci_addr_known(addrs[r]))
 			return 0;
 	return asked;

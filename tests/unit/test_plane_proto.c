@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "leak_check.h"
@@ -1350,4 +1351,395 @@ Test(plane_coord, a_node_joining_from_another_node_s_address_ends_the_join_namin
 	all_in();
 	a = plane_coord_misplaced(&co, 2, 1, "10.213.0.2");
 	cr_assert(!a.abort, "after the start, nothing");
+}
+
+/* ---- The relay tree's frames ----
+ * A relay carries a node's frame to the chief whole, header and all, inside
+ * a FWD; GONE tells of a connection behind it that ended. */
+
+static unsigned char inner[4 + PLANE_MAX_FRAME];
+
+static int encode_inner(const struct plane_msg *m)
+{
+	int n = plane_encode(m, inner, sizeof(inner));
+
+	cr_assert_gt(n, 0);
+	return n;
+}
+
+static uint32_t be32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+/* f carried by plane_encode_fwd, decoded: 0 or -EPROTO (the encoding must
+ * succeed). */
+static int fwd_decode(const struct plane_fwd *f, struct plane_msg *out)
+{
+	int n = plane_encode_fwd(f, buf, sizeof(buf));
+
+	cr_assert_gt(n, 0);
+	return plane_decode(buf, (size_t)n, out);
+}
+
+Test(plane_codec, fwd_carries_a_whole_frame_either_way)
+{
+	struct plane_msg m = { .type = PLANE_FWD }, in = { .type = PLANE_DONE, .code = 3 }, out, got;
+	unsigned char copy[sizeof(buf)];
+	int n, len = encode_inner(&in), n2;
+
+	m.fwd = (struct plane_fwd){ .id = 0x01020304u, .except = 0xa0b0c0d0u,
+				    .flags = PLANE_FWD_PROVED | PLANE_FWD_CLOSE, .frame = inner, .len = (size_t)len };
+	strcpy(m.fwd.peer, "10.213.0.9");
+	out = roundtrip(&m);
+	cr_assert_eq(out.fwd.id, 0x01020304u);
+	cr_assert_eq(out.fwd.except, 0xa0b0c0d0u);
+	cr_assert_eq(out.fwd.flags, PLANE_FWD_PROVED | PLANE_FWD_CLOSE);
+	cr_assert_str_eq(out.fwd.peer, "10.213.0.9");
+	cr_assert_eq(out.fwd.len, (size_t)len);
+	cr_assert_arr_eq(out.fwd.frame, inner, (size_t)len, "the inner frame, header and all");
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert(out.fwd.frame >= buf && out.fwd.frame + out.fwd.len == buf + n,
+		  "it points into the decoded buffer, at its end");
+	cr_assert_eq(plane_decode(out.fwd.frame, out.fwd.len, &got), 0);
+	cr_assert_eq(got.type, PLANE_DONE);
+	cr_assert_eq(got.code, 3);
+
+	/* the wire: id, except, flags, peer, then the frame */
+	cr_assert_eq(buf[4], PLANE_FWD);
+	cr_assert_eq(be32(buf + 5), 0x01020304u);
+	cr_assert_eq(be32(buf + 9), 0xa0b0c0d0u);
+	cr_assert_eq(buf[13], PLANE_FWD_PROVED | PLANE_FWD_CLOSE);
+	cr_assert_eq(buf[14] << 8 | buf[15], (int)strlen("10.213.0.9"));
+	cr_assert_arr_eq(buf + 16, "10.213.0.9", strlen("10.213.0.9"));
+	cr_assert_eq(n, 16 + (int)strlen("10.213.0.9") + len);
+
+	/* plane_encode_fwd writes the same bytes, without a plane_msg */
+	memcpy(copy, buf, (size_t)n);
+	memset(buf, 0xee, sizeof(buf));
+	n2 = plane_encode_fwd(&m.fwd, buf, sizeof(buf));
+	cr_assert_eq(n2, n);
+	cr_assert_arr_eq(buf, copy, (size_t)n);
+	cr_assert_eq(plane_encode_fwd(&m.fwd, buf, (size_t)n), n, "exactly the room it needs");
+	cr_assert_eq(plane_encode_fwd(&m.fwd, buf, (size_t)n - 1), -EMSGSIZE, "a byte short");
+
+	/* to every node behind the relay but one, no peer, no flags */
+	m.fwd = (struct plane_fwd){ .id = PLANE_FWD_ALL, .except = 5, .frame = inner, .len = (size_t)len };
+	cr_assert_eq(fwd_decode(&m.fwd, &out), 0);
+	cr_assert_eq(out.type, PLANE_FWD);
+	cr_assert_eq(out.fwd.id, PLANE_FWD_ALL);
+	cr_assert_eq(out.fwd.except, 5);
+	cr_assert_eq(out.fwd.flags, 0);
+	cr_assert_str_eq(out.fwd.peer, "");
+	cr_assert_arr_eq(out.fwd.frame, inner, (size_t)len);
+	leak_check();
+}
+
+/* A node's JOIN, as its relay passes it on: the chief checks its MAC on
+ * the inner frame, byte for byte as the node sent it. */
+Test(plane_codec, fwd_carries_a_join_that_still_proves_the_secret)
+{
+	unsigned char nc[AUTH_NONCE_LEN] = { 3 }, nn[AUTH_NONCE_LEN] = { 4 };
+	struct plane_join j = sample_join();
+	struct plane_fwd f = { .id = 17, .flags = PLANE_FWD_PROVED };
+	struct plane_msg out, got;
+	int len;
+
+	cr_assert_eq(auth_init(), 0);
+	j.fanout = 4;
+	len = plane_make_join("sekrit", nc, nn, &j, inner, sizeof(inner));
+	cr_assert_gt(len, 0);
+	f.frame = inner;
+	f.len = (size_t)len;
+	strcpy(f.peer, "fd00::17");
+	cr_assert_eq(fwd_decode(&f, &out), 0);
+	cr_assert_eq(out.fwd.id, 17);
+	cr_assert_eq(out.fwd.flags, PLANE_FWD_PROVED);
+	cr_assert_str_eq(out.fwd.peer, "fd00::17");
+	cr_assert_eq(out.fwd.len, (size_t)len);
+	cr_assert_arr_eq(out.fwd.frame, inner, (size_t)len);
+	cr_assert_eq(plane_decode(out.fwd.frame, out.fwd.len, &got), 0);
+	cr_assert_eq(got.type, PLANE_JOIN);
+	cr_assert_eq(got.join.fanout, 4);
+	cr_assert_eq(got.join.node_rank, 1);
+	cr_assert(plane_check_join("sekrit", nc, out.fwd.frame, out.fwd.len, &got));
+	leak_check();
+}
+
+Test(plane_codec, fwd_refuses_what_no_relay_sends)
+{
+	struct plane_msg in = { .type = PLANE_DONE, .code = 1 }, out;
+	struct plane_fwd f = { .id = 2, .frame = inner };
+	unsigned char nested[64], odd[8] = { 0, 0, 0, 1 };
+	int len = encode_inner(&in), n;
+
+	f.len = (size_t)len;
+	cr_assert_eq(fwd_decode(&f, &out), 0, "the good one, for comparison");
+
+	/* a FWD inside a FWD */
+	n = plane_encode_fwd(&f, nested, sizeof(nested));
+	cr_assert_gt(n, 0);
+	f.frame = nested;
+	f.len = (size_t)n;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "a FWD inside a FWD");
+
+	/* a GONE inside a FWD */
+	in = (struct plane_msg){ .type = PLANE_GONE, .fwd = { .id = 3 } };
+	f.frame = inner;
+	f.len = (size_t)encode_inner(&in);
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "a GONE inside a FWD");
+
+	/* types that no frame has */
+	odd[4] = 0;
+	f.frame = odd;
+	f.len = 5;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an inner frame of type 0");
+	odd[4] = PLANE_TYPE_LAST + 1;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an inner frame of an unknown type");
+	odd[4] = PLANE_PING;
+	cr_assert_eq(fwd_decode(&f, &out), 0, "a PING's bare header is a whole frame");
+
+	/* an inner frame whose header disagrees with the bytes that follow */
+	in = (struct plane_msg){ .type = PLANE_DONE, .code = 1 };
+	len = encode_inner(&in);
+	f.frame = inner;
+	f.len = (size_t)len - 1;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an inner frame cut short");
+	inner[len] = 0;
+	f.len = (size_t)len + 1;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an inner frame with a byte after it");
+	f.len = 3;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "less than an inner header");
+	f.len = 4;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an inner header alone");
+
+	/* unknown flags, and GONE's flag */
+	f.len = (size_t)len;
+	f.flags = 8;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "an unknown flag");
+	f.flags = 0x80;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "the top flag");
+	f.flags = PLANE_FWD_HOST_GONE;
+	cr_assert_eq(fwd_decode(&f, &out), -EPROTO, "GONE's flag on a FWD");
+	f.flags = PLANE_FWD_PROVED | PLANE_FWD_CLOSE;
+	cr_assert_eq(fwd_decode(&f, &out), 0);
+	leak_check();
+}
+
+/* A FWD that ends with its peer carries nothing: refused, however the
+ * bytes after it in the reader's buffer look. */
+Test(plane_codec, fwd_with_nothing_inside_is_refused)
+{
+	struct plane_msg in = { .type = PLANE_DONE, .code = 1 }, out;
+	struct plane_fwd f = { .id = 2, .frame = inner, .len = 0 };
+	unsigned char *exact;
+	int n;
+
+	encode_inner(&in);
+	strcpy(f.peer, "10.0.0.1");
+	n = plane_encode_fwd(&f, buf, sizeof(buf));
+	cr_assert_eq(n, 4 + 1 + 4 + 4 + 1 + 2 + 8, "the header, the fields and nothing else");
+	/* alone in memory: nothing past the frame is read (the sanitizer's
+	 * build sees a read past it) */
+	exact = malloc((size_t)n);
+	cr_assert_not_null(exact);
+	memcpy(exact, buf, (size_t)n);
+	cr_assert_eq(plane_decode(exact, (size_t)n, &out), -EPROTO, "an empty inner frame, alone in memory");
+	free(exact);
+
+	/* what lies past the frame in the reader's buffer looks like a DONE */
+	memset(buf + n, 0, 16);
+	buf[n + 3] = 5;
+	buf[n + 4] = PLANE_DONE;
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "an empty inner frame");
+	leak_check();
+}
+
+/* Every frame leaves room for the seal's tag: a FWD too. */
+Test(plane_codec, a_fwd_too_large_for_a_sealed_frame_does_not_encode)
+{
+	struct plane_msg m = { .type = PLANE_FWD }, out;
+	struct plane_fwd f = { .id = 9, .frame = inner };
+	/* the body: type, id, except, flags, the peer's length (peer "") */
+	size_t most = PLANE_MAX_FRAME - AUTH_TAG_LEN - (1 + 4 + 4 + 1 + 2);
+
+	/* an inner PING padded to fill what is left: a whole frame by its header */
+	memset(inner, 0, sizeof(inner));
+	inner[0] = (unsigned char)((most - 4) >> 24);
+	inner[1] = (unsigned char)((most - 4) >> 16);
+	inner[2] = (unsigned char)((most - 4) >> 8);
+	inner[3] = (unsigned char)(most - 4);
+	inner[4] = PLANE_PING;
+	f.len = most;
+	cr_assert_eq(plane_encode_fwd(&f, buf, sizeof(buf)), (int)(4 + PLANE_MAX_FRAME - AUTH_TAG_LEN),
+		     "the largest FWD");
+	cr_assert_eq(plane_decode(buf, 4 + PLANE_MAX_FRAME - AUTH_TAG_LEN, &out), 0);
+	cr_assert_eq(out.fwd.len, most);
+	m.fwd = f;
+	cr_assert_eq(plane_encode(&m, buf, sizeof(buf)), (int)(4 + PLANE_MAX_FRAME - AUTH_TAG_LEN));
+
+	f.len = most + 1;
+	cr_assert_eq(plane_encode_fwd(&f, buf, sizeof(buf)), -EMSGSIZE, "a byte past room for the tag");
+	m.fwd = f;
+	cr_assert_eq(plane_encode(&m, buf, sizeof(buf)), -EMSGSIZE);
+	f.len = most;
+	strcpy(f.peer, "x");
+	cr_assert_eq(plane_encode_fwd(&f, buf, sizeof(buf)), -EMSGSIZE, "the peer counts too");
+	f.len = PLANE_MAX_FRAME;
+	f.peer[0] = '\0';
+	cr_assert_eq(plane_encode_fwd(&f, buf, sizeof(buf)), -EMSGSIZE, "an inner frame of the most a frame holds");
+
+	f.len = 5;
+	memset(f.peer, 'p', sizeof(f.peer));
+	cr_assert_eq(plane_encode_fwd(&f, buf, sizeof(buf)), -EMSGSIZE, "a peer that fills its field");
+	leak_check();
+}
+
+Test(plane_codec, gone_survives_the_wire)
+{
+	struct plane_msg m = { .type = PLANE_GONE, .fwd = { .id = 0xfffffffeu, .flags = PLANE_FWD_HOST_GONE } }, out;
+	int n;
+
+	m.cause = (struct plane_cause){ .kind = PLANE_CAUSE_LOST, .node = 5, .rank = -1, .code = -1 };
+	strcpy(m.cause.host, "10.213.0.6");
+	strcpy(m.cause.text, "connection reset by peer");
+	out = roundtrip(&m);
+	cr_assert_eq(out.fwd.id, 0xfffffffeu);
+	cr_assert_eq(out.fwd.flags, PLANE_FWD_HOST_GONE);
+	cr_assert_str_eq(out.cause.text, "connection reset by peer");
+	cr_assert_eq(memcmp(&out.cause, &m.cause, sizeof(m.cause)), 0);
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(buf[4], PLANE_GONE);
+	cr_assert_eq(be32(buf + 5), 0xfffffffeu, "the connection's id first");
+	cr_assert_eq(buf[9], PLANE_FWD_HOST_GONE, "then the flags");
+	cr_assert_gt(n, 10);
+
+	m.fwd.flags = 0; /* the chief's "close it", or the relay's loss of the chief */
+	m.cause = sample_cause();
+	out = roundtrip(&m);
+	cr_assert_eq(out.fwd.flags, 0);
+	cr_assert_eq(memcmp(&out.cause, &m.cause, sizeof(m.cause)), 0);
+
+	unsigned bad[] = { PLANE_FWD_PROVED, PLANE_FWD_CLOSE, 8, 0x80, PLANE_FWD_HOST_GONE | PLANE_FWD_PROVED };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m.fwd.flags = bad[i];
+		n = plane_encode(&m, buf, sizeof(buf));
+		cr_assert_gt(n, 0);
+		cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "GONE with flags %#x", bad[i]);
+	}
+	leak_check();
+}
+
+/* The fan-out each node was started with travels in its JOIN, after the
+ * restarts and before the secret's id, under the MAC. */
+Test(plane_codec, join_carries_the_fanout)
+{
+	unsigned char nc[AUTH_NONCE_LEN] = { 5 }, nn[AUTH_NONCE_LEN] = { 6 };
+	struct plane_msg m = { .type = PLANE_JOIN }, out;
+	int n;
+
+	cr_assert_eq(auth_init(), 0);
+	m.join = sample_join();
+	m.join.restarts = 0x0a0b0c0d;
+	m.join.fanout = 64;
+	out = roundtrip(&m);
+	cr_assert_eq(out.join.fanout, 64);
+	cr_assert_eq(out.join.restarts, 0x0a0b0c0d);
+	cr_assert(!out.join.has_id);
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(be32(buf + n - 4), 64u, "the fan-out ends a JOIN without the id");
+	cr_assert_eq(be32(buf + n - 8), 0x0a0b0c0du, "right after the restarts");
+
+	m.join.fanout = 0;
+	cr_assert_eq(roundtrip(&m).join.fanout, 0, "a star");
+	m.join.fanout = 0x7fffffff;
+	cr_assert_eq(roundtrip(&m).join.fanout, 0x7fffffff);
+
+	/* with the secret's id, made and checked as a node's */
+	m.join.fanout = 3;
+	n = plane_make_join("sekrit", nc, nn, &m.join, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert(out.join.has_id);
+	cr_assert_eq(out.join.fanout, 3);
+	cr_assert_eq(out.join.restarts, 0x0a0b0c0d);
+	cr_assert_eq(be32(buf + n - AUTH_MAC_LEN - 4), 3u, "then the id");
+	cr_assert(plane_check_join("sekrit", nc, buf, (size_t)n, &out));
+	buf[n - AUTH_MAC_LEN - 1] ^= 1; /* the fan-out's low byte */
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), 0);
+	cr_assert_eq(out.join.fanout, 2);
+	cr_assert(!plane_check_join("sekrit", nc, buf, (size_t)n, &out), "the MAC covers the fan-out");
+
+	/* a negative fan-out, with and without the id */
+	m.join.fanout = -1;
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "a negative fan-out");
+	n = plane_make_join("sekrit", nc, nn, &m.join, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "a negative fan-out before the id");
+	m.join.fanout = (int)0x80000000u;
+	n = plane_encode(&m, buf, sizeof(buf));
+	cr_assert_eq(plane_decode(buf, (size_t)n, &out), -EPROTO, "the most negative");
+	leak_check();
+}
+
+/* Every node must run the same tree: a node that would join another
+ * relay than the chief expects (another --fanout, or another view of the
+ * addresses) ends the join. */
+static struct plane_coord_cfg cfg_tree;
+
+Test(plane_coord, a_node_with_another_fanout_aborts_the_join)
+{
+	struct plane_join j = sample_join();
+	struct plane_acts a;
+
+	j.node_rank = 2;
+	strcpy(j.host, "10.213.0.3");
+	j.fanout = 64;
+	a = plane_coord_join(&co, &j);
+	cr_assert(a.abort && a.first && !a.start);
+	cr_assert_eq(a.code, 2);
+	cr_assert(strstr(a.text, "joins a relay tree of fan-out"), "%s", a.text);
+	cr_assert_str_eq(a.text, "node 2 (10.213.0.3) joins a relay tree of fan-out 64, node 0 one of 0 (0: a "
+			 "star): give every node the same --fanout and the same node addresses");
+	cr_assert_eq(co.phase, PLANE_ABORTING);
+	cr_assert(!a.exit, "node 1 has not heard it yet");
+	a = join(1, 2);
+	cr_assert(a.abort && !a.first && a.exit, "node 1 hears the same, and the chief goes");
+	cr_assert(strstr(a.text, "fan-out 64"), "%s", a.text);
+
+	/* a chief of a tree, and a node of a star */
+	plane_coord_free(&co);
+	cfg_tree = cfg3;
+	cfg_tree.fanout = 2;
+	cr_assert_eq(plane_coord_init(&co, &cfg_tree), 0);
+	j.fanout = 2;
+	cr_assert(!plane_coord_join(&co, &j).abort, "the same fan-out joins");
+	j.node_rank = 1;
+	strcpy(j.host, "10.213.0.2");
+	j.fanout = 0;
+	a = plane_coord_join(&co, &j);
+	cr_assert(a.abort && !a.start);
+	cr_assert_eq(a.code, 2);
+	cr_assert(strstr(a.text, "node 1 (10.213.0.2) joins a relay tree of fan-out 0, node 0 one of 2"),
+		  "%s", a.text);
+	cr_assert(a.exit, "both nodes have heard it");
+}
+
+Test(plane_coord, nodes_with_the_chief_s_fanout_start)
+{
+	struct plane_join j = sample_join();
+
+	plane_coord_free(&co);
+	cfg_tree = cfg3;
+	cfg_tree.fanout = 2;
+	cr_assert_eq(plane_coord_init(&co, &cfg_tree), 0);
+	j.fanout = 2;
+	j.node_rank = 1;
+	cr_assert(!plane_coord_join(&co, &j).start);
+	j.node_rank = 2;
+	strcpy(j.host, "10.213.0.3");
+	cr_assert(plane_coord_join(&co, &j).start);
+	cr_assert_eq(co.phase, PLANE_RUNNING);
 }

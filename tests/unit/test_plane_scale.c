@@ -11,6 +11,7 @@
 #include <malloc.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -453,4 +454,37 @@ LEAK_TEST_OPTS(plane_scale, the_end_is_closed_without_a_reset_on_every_node, .ti
 		cr_assert_eq(pending_error(fakes[k].fd), 0, "node %d's connection was reset", k + 1);
 		cr_assert_eq(fake_next_but_pings(k).type, PLANE_END);
 	}
+}
+
+/* Where a connection comes from, asked for every JOIN of a job of CI_MAX_NODES
+ * nodes whose addresses are all known (a scheduler's list): one pass over
+ * every node per JOIN made the join O(N^2), minutes of the chief's CPU at
+ * this size (plane_where read every node's addresses for each JOIN).  The
+ * index answers each in a binary search: within the suite's timeout, with
+ * the same answers. */
+Test(plane_scale, where_a_join_comes_from_is_not_a_pass_over_every_node, .timeout = 30)
+{
+	int n = CI_MAX_NODES;
+	struct plane_node_addrs *nodes = calloc((size_t)n, sizeof(*nodes));
+	struct plane_addr_index ix = { 0 };
+	char from[48];
+	int other = -1;
+
+	cr_assert_not_null(nodes);
+	for (int k = 0; k < n; k++) { /* 10.x.y.z, node k's own */
+		nodes[k].n = 1;
+		snprintf(nodes[k].addr[0], sizeof(nodes[k].addr[0]), "10.%d.%d.%d", (k >> 16) & 255, (k >> 8) & 255,
+			 k & 255);
+	}
+	cr_assert_eq(plane_addr_index_build(&ix, nodes, n), 0);
+	for (int k = 1; k < n; k++) {
+		snprintf(from, sizeof(from), "10.%d.%d.%d", (k >> 16) & 255, (k >> 8) & 255, k & 255);
+		cr_assert_eq(plane_where_indexed(&ix, k, from, &other), PLANE_FROM_CLAIMED, "node %d", k);
+		/* the same address claiming the next node names this one */
+		cr_assert_eq(plane_where_indexed(&ix, k % (n - 1) + 1, from, &other), PLANE_FROM_OTHER, "node %d", k);
+		cr_assert_eq(other, k);
+	}
+	cr_assert_eq(plane_where_indexed(&ix, 1, "10.255.255.254", &other), PLANE_FROM_UNSURE);
+	plane_addr_index_free(&ix);
+	free(nodes);
 }
