@@ -8,8 +8,9 @@ and the stop that reached it with CLOCK_MONOTONIC into one shared file.
 For tests/e2e/test_scale.py and bench/scale.py.
 
 With a fan-out F (`fanout=F`), the job runs as a relay tree
-(docs/job-plane.md, "The tree"), each relay under SCHED_FIFO as the chief
-is (it is a chief for its group, on a host of its own on a cluster).
+(docs/job-plane.md, "The tree"), each relay under SCHED_FIFO below the
+chief's priority (a chief for its group, on a host of its own on a
+cluster, that must not keep the chief waiting either).
 Every relay must listen on the control
 port of a host of its own, so each group of F nodes runs in a network
 namespace of its own, a host of a netns.Cluster (10.213.0.G+1 for group
@@ -83,11 +84,12 @@ def enter_netns(fd):
         raise OSError(e, f"setns: {os.strerror(e)}")
 
 
-def chief_first(pid):
+def chief_first(pid, prio=2):
     """The chief's slotrun (pid) gets the CPU before any node it wakes, as on
-    a host of its own: whether that could be arranged."""
+    a host of its own: whether that could be arranged.  A relay (prio 1)
+    before its group's nodes, after the chief."""
     try:
-        os.sched_setscheduler(pid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(1))
+        os.sched_setscheduler(pid, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
         return True
     except OSError:
         return False
@@ -186,7 +188,7 @@ class Job:
                 os.close(out)
             self.pids.append(pid)
             if i == 0 or (self.fanout and i % self.fanout == 0):  # a relay is a chief for its group
-                rt = chief_first(pid)
+                rt = chief_first(pid, 2 if i == 0 else 1)
                 self.chief_rt = rt if i == 0 else self.chief_rt and rt
             self.sel.register(os.pidfd_open(pid), selectors.EVENT_READ, pid)
             if self.waiter is None:
