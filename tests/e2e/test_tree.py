@@ -13,6 +13,10 @@ import json
 import subprocess
 import tempfile
 
+import os
+import signal
+import time
+
 from harness import binary, case, run, run_cmd, wait_for
 import sim_nodes
 
@@ -65,8 +69,6 @@ def a_failure_behind_a_relay_stops_every_node_with_its_cause():
 
 
 def kill_node(job, i):
-    import os
-    import signal
     os.kill(job.pids[i], signal.SIGKILL)
 
 
@@ -185,6 +187,42 @@ def status_behind_a_relay_shows_every_rank():
             return ranks if code == 0 and ranks == set(range(N)) else None
 
         wait_for(doc, 40, "slotrun status on node 4 (behind relay 3) to list all 8 ranks")
+    finally:
+        job.close()
+
+
+def state(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+@case
+def a_relay_stopped_from_its_terminal_pauses_every_node_and_resumes_them():
+    """Ctrl-Z on relay 3's slotrun: every worker stops, those behind the
+    relay too (it tells them before it stops: the chief's word would reach
+    them only through it), and no node counts the stopped relay lost; SIGCONT
+    resumes every worker, and the job still fails as one."""
+    job = start()
+    try:
+        starts = job.wait_events("start", 0, N, DEADLINE, "every node's worker")
+        workers = {e[1]: e[4] for e in starts}
+        os.kill(job.pids[3], signal.SIGTSTP)
+        wait_for(lambda: all(state(w) == "T" for w in workers.values()), 20, "every worker stopped")
+        assert state(job.pids[3]) == "T", "relay 3's slotrun did not stop itself"
+        # three heartbeat timeouts of the relay's silence: nobody is lost for it
+        deadline = time.monotonic() + 7
+        while time.monotonic() < deadline:
+            assert not job.exits, f"a node exited while relay 3 was stopped: {job.story()}"
+            time.sleep(0.2)  # samples a condition over a window (nothing to wait for), not a sync
+        os.kill(job.pids[3], signal.SIGCONT)
+        wait_for(lambda: all(state(w) in ("S", "R") for w in workers.values()), 20, "every worker continued")
+        logs_name(job, [0, 4, 7], f"job paused: SIGTSTP to node 3 ({addr(3)})")
+        job.fail(5)
+        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
+        assert job.codes() == [4] * N, job.story()
     finally:
         job.close()
 
