@@ -45,6 +45,17 @@ def live(n=3, tag="lv"):
     return job_on(n, tag, LiveJob)
 
 
+def every_stack(job):
+    """`slotrun status --stacks` on node 1, by rank, asked again while a
+    thread is said not to have stopped: the machine's load (three tests at
+    a time in CI) can keep a thread off the CPU for the 0.2 s it is given,
+    and slotrun then says so, as documented."""
+    def got():
+        s = {x["rank"]: x for x in job.status(1, "--stacks", timeout=60)["stacks"]}
+        return None if any("did not stop within" in x.get("text", "") for x in s.values()) else s
+    return wait_for(got, 120, "every rank's stacks, each thread stopped")
+
+
 @case
 def status_on_a_member_names_the_one_stuck_rank_of_three_nodes():
     """Rank 4 (node 2) of a PyTorch gloo job is stuck in stuck_here() while
@@ -70,12 +81,7 @@ def status_on_a_member_names_the_one_stuck_rank_of_three_nodes():
         assert all(r["up"] and r["rss_bytes"] > 0 for r in rows), rows
         assert rows[5]["host"] == "10.213.0.3" and rows[0]["host"] == "10.213.0.1", rows
 
-        def every_stack():
-            got = {s["rank"]: s for s in job.status(1, "--stacks", timeout=60)["stacks"]}
-            # a thread that the machine's load (three tests at a time in CI) kept off the CPU
-            # for the 0.2 s it is given to stop is said so, as documented: ask again then
-            return None if any("did not stop within" in s.get("text", "") for s in got.values()) else got
-        stacks = wait_for(every_stack, 120, "every rank's stacks, each thread stopped")
+        stacks = every_stack(job)
         assert sorted(stacks) == list(range(6)), stacks
         text = stacks[4].get("text", "")
         assert re.search(r"stuck_here \(\S*torch_stuck\.py:\d+\)", text), text
@@ -99,8 +105,7 @@ def stacks_of_nccl_worker_ranks_on_every_node():
         for i in range(2):
             job.start(i, [NW, "-b", "1M", "-e", "1M", "-n", "200000", "-w", "1"])
         job.wait(lambda: b"size" in job.out(0), 60, "the table's header")
-        doc = job.status(1, "--stacks", timeout=60)
-        stacks = {s["rank"]: s for s in doc["stacks"]}
+        stacks = every_stack(job)
         assert sorted(stacks) == [0, 1, 2, 3], stacks
         for r, s in stacks.items():
             assert "text" in s and re.search(r"\bmain\+0x[0-9a-f]+ \(nccl_worker\)", s["text"]), s
