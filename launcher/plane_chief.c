@@ -67,12 +67,6 @@ static void start_all(struct plane *p)
 	p->h->start(p->arg, &p->round);
 }
 
-/* Whether c is a relay's connection (plane_tree.h). */
-static bool relays(const struct plane *p, const struct conn *c)
-{
-	return c->relay;
-}
-
 /* Every node that proved the secret hears why the job will not start, the
  * one that joined now (extra) too: a duplicate, a late one. */
 static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *extra)
@@ -92,7 +86,7 @@ static void do_abort(struct plane *p, const struct plane_acts *a, struct conn *e
 			c->told = true;
 			/* a relay's stays open: the nodes behind it that join
 			 * later hear it through it */
-			c->closing = !relays(p, c);
+			c->closing = !c->relay;
 			plane_conn_send(c, &m);
 		} else if (c->node >= 0) { /* held: it hears whose secret is odd */
 			c->told = true;
