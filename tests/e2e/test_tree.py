@@ -69,18 +69,20 @@ def a_failure_behind_a_relay_stops_every_node_with_its_cause():
 
 
 def kill_node(job, i):
+    """SIGKILL to node i's slotrun once every worker runs; every other node
+    then exits 1."""
+    job.wait_events("start", 0, N, DEADLINE, "every node's worker")
     os.kill(job.pids[i], signal.SIGKILL)
+    assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
+    codes = job.codes()
+    assert codes[:i] + codes[i + 1:] == [1] * (N - 1), job.story()
 
 
 @case
 def a_relay_killed_is_named_by_every_node():
     job = start()
     try:
-        job.wait_events("start", 0, N, DEADLINE, "every node's worker")
         kill_node(job, 3)
-        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
-        codes = job.codes()
-        assert codes[:3] + codes[4:] == [1] * (N - 1), job.story()
         lost = f"node 3 ({addr(3)}) lost"
         logs_name(job, [0, 1, 4, 5, 6, 7], lost)
         # every worker was stopped, those behind the dead relay too
@@ -93,11 +95,7 @@ def a_relay_killed_is_named_by_every_node():
 def a_node_behind_a_relay_killed_is_named_by_every_node():
     job = start()
     try:
-        job.wait_events("start", 0, N, DEADLINE, "every node's worker")
         kill_node(job, 4)
-        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
-        codes = job.codes()
-        assert codes[:4] + codes[5:] == [1] * (N - 1), job.story()
         logs_name(job, [0, 2, 3, 5, 7], f"node 4 ({addr(4)}) lost")
     finally:
         job.close()
@@ -107,10 +105,7 @@ def a_node_behind_a_relay_killed_is_named_by_every_node():
 def the_chief_killed_is_named_behind_the_relays():
     job = start()
     try:
-        job.wait_events("start", 0, N, DEADLINE, "every node's worker")
         kill_node(job, 0)
-        assert job.wait_exit(DEADLINE), f"not every node exited: {job.story()}"
-        assert job.codes()[1:] == [1] * (N - 1), job.story()
         # behind a relay the cause is the chief's loss, not the relay's
         logs_name(job, [1, 3, 4, 5, 7], f"node 0 ({addr(0)}) lost")
     finally:
